@@ -1,0 +1,43 @@
+# Two set-up commands: `make demo` and `make test`. Both create .venv if missing.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+export SAGEMAKER_SUPPRESS_V2_WARNING := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: demo test lint typecheck pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/smmpi run demo --instances 3 --ppn 2
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check smmpi entry_points tests benchmarks
+	$(BIN)/ruff format --check smmpi entry_points tests benchmarks
+
+typecheck: $(VENV)/.installed-dev
+	$(BIN)/mypy
+
+pytest: $(VENV)/.installed-dev
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+bench: $(VENV)/.installed-dev
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,153 @@
+"""Packaged entry points and users' scripts: what gets run, and what gets uploaded with it.
+
+An entry point is resolved to a :class:`Program`: the script's file name (as
+the container will see it under ``/opt/ml/code``) and the files that make up
+its source dir. Packaged entry points travel with ``smmpi_runtime.py``; so do
+users' scripts, so that they can call its helpers too.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from smmpi.errors import BadInput
+
+RUNTIME_MODULE = "smmpi_runtime.py"
+
+# sagemaker_training/process.py refuses any other entry-point name.
+_CONTAINER_ENTRY_RE = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._+-]*(/[A-Za-z0-9._+-]+)*$")
+
+# Never uploaded: VCS data, caches, virtualenvs, build output.
+EXCLUDED_DIRS = frozenset(
+    {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "env", ".tox", ".nox",
+     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", "node_modules",
+     "build", "dist", ".eggs"}
+)
+EXCLUDED_SUFFIXES = (".pyc", ".pyo")
+
+# Entry points that need a framework pick its estimator by default.
+FRAMEWORK_OF = {"tf_multiworker": "tensorflow", "torch_ddp": "pytorch"}
+
+
+def entry_points_dir() -> Path:
+    """Where the packaged entry points are: inside the wheel, or in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "entry_points", here.parent / "entry_points"):
+        if (candidate / RUNTIME_MODULE).is_file():
+            return candidate
+    raise FileNotFoundError(f"packaged entry points not found next to {here}")
+
+
+def _description(path: Path) -> str:
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    except (OSError, SyntaxError, ValueError):
+        doc = None
+    return (doc or "").strip().splitlines()[0] if doc else ""
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    name: str
+    path: Path
+    description: str
+
+
+def packaged() -> list[EntryPoint]:
+    """The packaged entry points, sorted by name (the runtime helper is not one)."""
+    root = entry_points_dir()
+    return [
+        EntryPoint(p.stem, p, _description(p))
+        for p in sorted(root.glob("*.py"))
+        if p.name != RUNTIME_MODULE and not p.name.startswith("_")
+    ]
+
+
+@dataclass(frozen=True)
+class Program:
+    """A resolved entry point: the script name inside the code dir and where its files come from."""
+
+    name: str
+    script: str  # file name relative to the code dir (sagemaker_program)
+    source_dir: Path  # directory whose files form the code dir
+    packaged: bool
+
+    @property
+    def framework_hint(self) -> str | None:
+        return FRAMEWORK_OF.get(self.name) if self.packaged else None
+
+    def files(self) -> Iterator[tuple[Path, str]]:
+        """(absolute path, archive name) of every file of the code dir."""
+        if self.packaged:
+            for name in sorted({self.script, RUNTIME_MODULE, *self._local_imports()}):
+                yield self.source_dir / name, name
+            return
+        seen: set[str] = set()
+        for path in sorted(self.source_dir.rglob("*")):
+            rel = path.relative_to(self.source_dir)
+            if any(part in EXCLUDED_DIRS for part in rel.parts[:-1]) or not path.is_file():
+                continue
+            if rel.parts[0] in EXCLUDED_DIRS or path.name.endswith(EXCLUDED_SUFFIXES):
+                continue
+            seen.add(rel.as_posix())
+            yield path, rel.as_posix()
+        if RUNTIME_MODULE not in seen:
+            yield entry_points_dir() / RUNTIME_MODULE, RUNTIME_MODULE
+
+    def _local_imports(self) -> set[str]:
+        """Sibling entry-point modules a packaged script imports (demo imports the three parts)."""
+        tree = ast.parse((self.source_dir / self.script).read_text(encoding="utf-8"))
+        names: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+        return {f"{n}.py" for n in names if (self.source_dir / f"{n}.py").is_file()}
+
+    def copy_to(self, dest: Path) -> None:
+        """Lay the code dir out at ``dest`` (as ``/opt/ml/code`` would be)."""
+        for src, name in self.files():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+
+
+def resolve(entry: str, source_dir: str | Path | None = None) -> Program:
+    """Turn ENTRY (a packaged name or a path to a .py file) into a Program, or raise BadInput."""
+    if not entry:
+        raise BadInput("ENTRY", entry, "a packaged entry point name or a path to a .py file")
+    looks_like_path = entry.endswith(".py") or "/" in entry or Path(entry).exists()
+    if not looks_like_path:
+        names = {ep.name: ep for ep in packaged()}
+        if entry not in names:
+            raise BadInput("ENTRY", entry, "one of " + ", ".join(sorted(names))
+                           + ", or a path to a .py file")
+        ep = names[entry]
+        return Program(ep.name, ep.path.name, ep.path.parent, packaged=True)
+    path = Path(entry).expanduser()
+    if not path.exists():
+        raise BadInput("ENTRY", entry, "an existing .py file (no such file)")
+    if path.is_dir() or path.suffix != ".py":
+        raise BadInput("ENTRY", entry, "a Python file ending in .py")
+    path = path.resolve()
+    if source_dir is not None:
+        src = Path(source_dir).expanduser()
+        if not src.is_dir():
+            raise BadInput("source_dir", str(source_dir), "an existing directory")
+        src = src.resolve()
+        try:
+            script = path.relative_to(src).as_posix()
+        except ValueError:
+            raise BadInput("ENTRY", entry, f"a file inside source_dir {src}") from None
+    else:
+        src, script = path.parent, path.name
+    if not _CONTAINER_ENTRY_RE.match(script):
+        raise BadInput("ENTRY", script, "a file name matching "
+                       "[A-Za-z0-9._][A-Za-z0-9._+-]* (the SageMaker container refuses others)")
+    return Program(path.stem, script, src, packaged=False)

@@ -1,0 +1,1 @@
+"""Docker-free emulation of a SageMaker MPI job: N hosts x n processes on this machine."""
