@@ -108,5 +108,15 @@ def run_cmd(entry: str | None, args: tuple[str, ...], instances: int, ppn: int,
     sys.exit(result.exit_code)
 
 
+def _register_commands() -> None:
+    """Commands that live in their own modules (each imports only click at module level)."""
+    from smmpi import cli_ops, cli_submit
+
+    cli_submit.register(main)
+    cli_ops.register(main)
+
+
+_register_commands()
+
 if __name__ == "__main__":
     main()
