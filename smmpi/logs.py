@@ -127,3 +127,60 @@ def iter_rank_text(lines: Iterable[str], rank: int, streams: tuple[str, ...] = (
         tagged = parse_line(line)
         if tagged is not None and tagged.rank == rank and tagged.stream in streams:
             yield tagged.text
+
+
+_ANY_TAG_RE = re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?P<stream>stdout|stderr|stddiag)>:")
+
+
+def split_tags(line: str) -> list[Tagged]:
+    """Every tagged piece of one physical line, each with its own rank.
+
+    Ranks that print without a newline share a line with other ranks (seed 004:
+    ``[1,3]<stdout>:Data at rank 3 [1,2]<stdout>:Data at rank 2 [1,2]<stdout>:[0 1 …]``).
+    ``parse_line`` gives all of that to rank 3; this keeps rank 2's words with
+    rank 2. Untagged text before the first tag is dropped; [] for untagged lines.
+    """
+    line = line.rstrip("\r\n")
+    matches = list(_ANY_TAG_RE.finditer(line))
+    if not matches or matches[0].start() != 0:
+        return []
+    pieces = []
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
+        text = line[m.end() : end]
+        text = text[1:] if text.startswith(" ") else text
+        pieces.append(Tagged(int(m["rank"]), m["stream"], text))
+    return pieces
+
+
+class LineAssembler:
+    """Rebuild each rank's own lines from physical lines where ranks interleave.
+
+    Open MPI tags every chunk a rank writes, and a newline ends only the last
+    chunk of a physical line; the earlier chunks are the starts of lines their
+    ranks finish later. Feeding seed 004's lines yields ``Data at rank 2 [0 1 …]``
+    for rank 2 and, one line later, ``Data at rank 3 [0 1 …]`` for rank 3.
+    Use one assembler per stream (per host's log) and ``flush`` at its end.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[tuple[int, str], str] = {}
+
+    def feed(self, line: str) -> list[Tagged]:
+        """Complete lines this physical line finishes ([] for untagged lines)."""
+        pieces = split_tags(line)
+        done: list[Tagged] = []
+        for i, piece in enumerate(pieces):
+            key = (piece.rank, piece.stream)
+            text = self._pending.pop(key, "") + piece.text
+            if i == len(pieces) - 1:
+                done.append(Tagged(piece.rank, piece.stream, text))
+            else:
+                self._pending[key] = text
+        return done
+
+    def flush(self) -> list[Tagged]:
+        """Text still waiting for its newline (a rank that ended mid-line)."""
+        rest = [Tagged(rank, stream, text) for (rank, stream), text in self._pending.items()]
+        self._pending.clear()
+        return rest
