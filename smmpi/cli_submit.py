@@ -1,9 +1,210 @@
-"""CLI commands (placeholder until implemented)."""
+"""``smmpi submit``: validate, then print (--dry-run), or submit and follow.
+
+Module level imports click only: ``smmpi --help`` must not load the SDK.
+"""
 
 from __future__ import annotations
 
+import json
+import shlex
+import sys
+from typing import TYPE_CHECKING, Any
+
 import click
+
+if TYPE_CHECKING:
+    from smmpi.plan import Plan
+    from smmpi.spec import MPIJob
 
 
 def register(group: click.Group) -> None:
     """Add this module's commands to ``group``."""
+    group.add_command(submit_cmd)
+
+
+def _echo_err(line: str) -> None:
+    click.echo(line, err=True)
+
+
+@click.command("submit")
+@click.argument("entry")
+@click.option(
+    "--instances",
+    "-N",
+    type=click.UNPROCESSED,
+    required=True,
+    help="Number of instances (hosts algo-1..algo-N).",
+)
+@click.option(
+    "--ppn", "-n", type=click.UNPROCESSED, required=True, help="MPI processes per instance."
+)
+@click.option("--framework", default=None, help="tensorflow (default) or pytorch.")
+@click.option("--framework-version", default=None, help="Framework version of the image.")
+@click.option("--py-version", default=None, help="Python version of the image, e.g. py312.")
+@click.option("--instance-type", default=None, help="Training instance type [ml.c5.2xlarge].")
+@click.option("--role", default=None, help="Execution role ARN [SMMPI_ROLE, config file].")
+@click.option(
+    "--bucket",
+    default=None,
+    help="S3 bucket [SMMPI_BUCKET, config file, sagemaker-REGION-ACCOUNT].",
+)
+@click.option("--region", default=None, help="AWS region [SMMPI_REGION, config, AWS profile].")
+@click.option(
+    "--mpi-options",
+    default=None,
+    help='Extra mpirun options, e.g. "-x FOO=1 --NCCL_DEBUG WARN" (no shell).',
+)
+@click.option(
+    "--hyperparameter",
+    "hyperparameters",
+    multiple=True,
+    metavar="K=V",
+    help="Passed to the program as --K V (repeatable).",
+)
+@click.option(
+    "--env",
+    "env",
+    multiple=True,
+    metavar="K=V",
+    help="Container environment variable (repeatable).",
+)
+@click.option(
+    "--max-run",
+    type=click.UNPROCESSED,
+    default=None,
+    help="Seconds before SageMaker stops the job [3600].",
+)
+@click.option("--source-dir", default=None, help="Folder uploaded with a user's script.")
+@click.option("--job-name", default=None, help="Training job name [smmpi-ENTRY-DATE].")
+@click.option(
+    "--wait/--no-wait",
+    default=True,
+    show_default=True,
+    help="Follow the job until it ends (exit 0 Completed, 1 Failed/Stopped).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the request and the container's mpirun line; create nothing.",
+)
+@click.option("--local", is_flag=True, help="Run here, Docker-free (not yet supported).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+def submit_cmd(
+    entry: str,
+    instances: Any,
+    ppn: Any,
+    framework: str | None,
+    framework_version: str | None,
+    py_version: str | None,
+    instance_type: str | None,
+    role: str | None,
+    bucket: str | None,
+    region: str | None,
+    mpi_options: str | None,
+    hyperparameters: tuple[str, ...],
+    env: tuple[str, ...],
+    max_run: Any,
+    source_dir: str | None,
+    job_name: str | None,
+    wait: bool,
+    dry_run: bool,
+    local: bool,
+    as_json: bool,
+) -> None:
+    """Submit ENTRY to SageMaker as N instances x n MPI processes.
+
+    ENTRY is a packaged entry point (see `smmpi entry-points`) or a path to a
+    .py file. Everything is validated before anything is created. Role, bucket
+    and region come from the flag, then SMMPI_ROLE/SMMPI_BUCKET/SMMPI_REGION,
+    then the config file; the endpoint from AWS_ENDPOINT_URL.
+    """
+    from smmpi.errors import BadInput, SmmpiError
+    from smmpi.spec import MPIJob
+
+    if dry_run and local:
+        raise BadInput("--dry-run/--local", "both", "at most one of --dry-run and --local")
+    kwargs: dict[str, Any] = dict(
+        instances=instances,
+        ppn=ppn,
+        framework=framework,
+        framework_version=framework_version,
+        py_version=py_version,
+        role=role,
+        bucket=bucket,
+        region=region,
+        mpi_options=mpi_options,
+        hyperparameters=list(hyperparameters),
+        env=list(env),
+        source_dir=source_dir,
+        job_name=job_name,
+    )
+    if instance_type is not None:
+        kwargs["instance_type"] = instance_type
+    if max_run is not None:
+        kwargs["max_run"] = max_run
+    import warnings
+
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("ignore")
+        job = MPIJob(entry, **kwargs)
+    for note in job.notes:
+        _echo_err(f"smmpi: warning: {note}")
+    if local:
+        raise SmmpiError(
+            "submit --local is not yet supported; use `smmpi run ENTRY "
+            "--instances N --ppn n` to run here"
+        )
+    if dry_run:
+        result = job.plan()
+        if as_json:
+            click.echo(json.dumps(result.to_json(), indent=2))
+        else:
+            click.echo(render_plan(job, result))
+        return
+    from smmpi.submit import submit
+
+    try:
+        sub = submit(job, wait=wait, echo=None if as_json else _echo_err)
+    except KeyboardInterrupt:
+        _echo_err("smmpi: interrupted; a created job keeps running (smmpi stop JOB)")
+        sys.exit(130)
+    if as_json:
+        click.echo(json.dumps(sub.to_json(), indent=2, default=str))
+    else:
+        click.echo(sub.job_name)
+        if sub.status in ("Failed", "Stopped"):
+            _echo_err(
+                f"smmpi: job {sub.job_name} {sub.status}: {sub.failure_reason or 'no reason given'}"
+            )
+    if wait:
+        sys.exit(sub.exit_code)
+
+
+def render_plan(job: MPIJob, plan: Plan) -> str:
+    """Summary first (what a person checks), then the full request and mpirun line."""
+    req = plan.request
+    image = req["AlgorithmSpecification"]["TrainingImage"]
+    others = [f for f in plan.files if f != job.program.script]
+    lines = [
+        "smmpi submit --dry-run: nothing was created",
+        f"  job          {plan.job_name}",
+        f"  program      {job.program.script}" + (f" (+ {', '.join(others)})" if others else ""),
+        f"  world        {job.instances} x {job.instance_type}, {job.ppn} processes each "
+        f"= {plan.world_size} ranks",
+        f"  framework    {job.framework} {job.framework_version} ({job.py_version})",
+        f"  image        {image}",
+        f"  role         {req['RoleArn']}",
+        f"  source dir   {plan.code_uri}",
+        f"  output       {req['OutputDataConfig']['S3OutputPath']}",
+        f"  max run      {req['StoppingCondition']['MaxRuntimeInSeconds']} s",
+    ]
+    lines += [f"  note         {note}" for note in plan.notes]
+    lines += [
+        "",
+        "mpirun on algo-1 (built by the container's sagemaker-training toolkit):",
+        "  " + shlex.join(plan.mpirun),
+        "",
+        "CreateTrainingJob request:",
+        json.dumps(req, indent=2),
+    ]
+    return "\n".join(lines)
