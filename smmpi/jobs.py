@@ -212,7 +212,8 @@ class JobStatus:
 def describe(sm: Any, name: str, region: str | None = None) -> dict[str, Any]:
     """DescribeTrainingJob with the name checked first and not-found as ``UnknownJob``."""
     check_name(name)
-    with aws_errors(job=name, region=region):
+    where = region or getattr(getattr(sm, "meta", None), "region_name", None)
+    with aws_errors(job=name, region=where):
         response: dict[str, Any] = sm.describe_training_job(TrainingJobName=name)
     return response
 
