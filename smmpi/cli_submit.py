@@ -118,8 +118,8 @@ def submit_cmd(
     and region come from the flag, then SMMPI_ROLE/SMMPI_BUCKET/SMMPI_REGION,
     then the config file; the endpoint from AWS_ENDPOINT_URL.
     """
-    from smmpi.errors import BadInput, SmmpiError
-    from smmpi.spec import MPIJob
+    from smmpi.errors import BadInput
+    from smmpi.spec import MPIJob, NotSupported
 
     if dry_run and local:
         raise BadInput("--dry-run/--local", "both", "at most one of --dry-run and --local")
@@ -150,7 +150,7 @@ def submit_cmd(
     for note in job.notes:
         _echo_err(f"smmpi: warning: {note}")
     if local:
-        raise SmmpiError(
+        raise NotSupported(
             "submit --local is not yet supported; use `smmpi run ENTRY "
             "--instances N --ppn n` to run here"
         )

@@ -70,13 +70,7 @@ def import_sdk() -> Any:
     is a constant, and re-validating it ~20 times per job costs seconds.
     """
     os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
-    for name in (
-        "sagemaker",
-        "sagemaker.config",
-        "sagemaker.image_uris",
-        "sagemaker.telemetry.telemetry_logging",
-    ):
-        logging.getLogger(name).setLevel(logging.WARNING)
+    _quiet_sdk_loggers()
     try:
         import sagemaker
         import sagemaker.utils
@@ -101,7 +95,18 @@ def import_sdk() -> Any:
         return result
 
     sdk_utils.validate_sagemaker_config = _validate_once
+    _quiet_sdk_loggers()  # the SDK sets its config logger to INFO while importing
     return sagemaker
+
+
+def _quiet_sdk_loggers() -> None:
+    for name in (
+        "sagemaker",
+        "sagemaker.config",
+        "sagemaker.image_uris",
+        "sagemaker.telemetry.telemetry_logging",
+    ):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 @dataclass(frozen=True)

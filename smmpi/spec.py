@@ -69,6 +69,20 @@ MPI_OPTION_FORBIDDEN = frozenset(";&|<>$`\\(){}*?!~#'\"\n\r")
 JOB_NAME_SUFFIX_LEN = 24
 
 _T = TypeVar("_T")
+# The SDK's names for our fields, and its classic misspelling, point to ours.
+_ALIASES = {
+    "processes_per_host": "ppn",
+    "process_per_host": "ppn",
+    "instance_count": "instances",
+    "entry_point": "entry",
+    "environment": "env",
+    "custom_mpi_options": "mpi_options",
+    "use_spot_instances": "use_spot",
+    "keep_alive_period_in_seconds": "keep_alive",
+    "enable_network_isolation": "network_isolation",
+    "security_group_ids": "security_groups",
+    "volume_size_in_gb": "volume_size",
+}
 
 
 class UnknownField(BadInput, TypeError):
@@ -84,7 +98,8 @@ def _strict_kwargs(cls: type[_T]) -> type[_T]:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         for key in kwargs:
             if key not in names:
-                close = difflib.get_close_matches(key, names, n=1)
+                close = [_ALIASES[key]] if key in _ALIASES else []
+                close = close or difflib.get_close_matches(key, names, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise UnknownField(key, kwargs[key], "one of " + ", ".join(names) + hint)
         original(self, *args, **kwargs)
@@ -487,4 +502,10 @@ class MPIJob:
 
     def run_local(self, **kwargs: Any) -> Any:
         """Run here, Docker-free, at the same world size (not yet supported from submit)."""
-        raise SmmpiError("local mode from MPIJob is not yet supported; use `smmpi run`")
+        raise NotSupported("local mode from MPIJob is not yet supported; use `smmpi run`")
+
+
+class NotSupported(SmmpiError):
+    """A feature that is planned but not there yet (exit code 2: nothing ran)."""
+
+    exit_code = 2

@@ -1,0 +1,217 @@
+"""MPIJob: defaults, every field's check, and what travels in the source dir."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import tarfile
+import warnings
+from pathlib import Path
+
+import pytest
+
+from smmpi.errors import BadInput
+from smmpi.spec import (
+    DEFAULT_VERSIONS,
+    SMMPI_TAG_KEY,
+    MPIJob,
+    NotSupported,
+    UnknownField,
+    parse_mpi_options,
+    parse_pairs,
+    vcpus,
+)
+
+ROLE = "arn:aws:iam::123456789012:role/x"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for var in ("SMMPI_ROLE", "SMMPI_BUCKET", "SMMPI_REGION"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SMMPI_CONFIG", str(tmp_path / "none.json"))
+
+
+def test_defaults() -> None:
+    job = MPIJob("demo", instances=3, ppn=2)
+    assert job.framework == "tensorflow"
+    assert (job.framework_version, job.py_version) == DEFAULT_VERSIONS["tensorflow"]
+    assert job.instance_type == "ml.c5.2xlarge"
+    assert job.world_size == 6
+    assert job.distribution == {
+        "mpi": {"enabled": True, "processes_per_host": 2, "custom_mpi_options": ""}
+    }
+    assert job.program.script == "demo.py"
+    assert job.notes == ()
+
+
+def test_pytorch_defaults_and_version_alias() -> None:
+    job = MPIJob("demo", instances=2, ppn=2, framework="pytorch")
+    assert (job.framework_version, job.py_version) == DEFAULT_VERSIONS["pytorch"]
+    job = MPIJob("demo", framework="tensorflow", framework_version="2.16")
+    assert (job.framework_version, job.py_version) == ("2.16", "py310")
+
+
+def test_frozen() -> None:
+    job = MPIJob("demo")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        job.ppn = 4  # type: ignore[misc]
+
+
+def test_unknown_keyword_lists_valid_ones_and_suggests() -> None:
+    with pytest.raises(UnknownField) as info:
+        MPIJob("demo", process_per_host=2)  # type: ignore[call-arg]
+    message = str(info.value)
+    assert "process_per_host" in message and "did you mean 'ppn'" in message
+    for name in ("instances", "ppn", "instance_type", "mpi_options", "keep_alive"):
+        assert name in message
+    assert isinstance(info.value, TypeError)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"instances": 0}, "instances"),
+        ({"instances": -1}, "instances"),
+        ({"instances": 1.5}, "instances"),
+        ({"instances": "three"}, "instances"),
+        ({"ppn": 0}, "ppn"),
+        ({"ppn": True}, "ppn"),
+        ({"instance_type": "c5.2xlarge"}, "instance_type"),
+        ({"instance_type": "ml.c5.3xlarge"}, "instance_type"),
+        ({"framework": "mxnet"}, "framework"),
+        ({"framework_version": "9.9"}, "framework_version"),
+        ({"py_version": "py27"}, "py_version"),
+        ({"role": "my-role"}, "role"),
+        ({"role": "arn:aws:iam::12:role/x"}, "role"),
+        ({"bucket": "Bad_Bucket"}, "bucket"),
+        ({"region": "mars"}, "region"),
+        ({"job_name": "bad_name"}, "job_name"),
+        ({"job_name": "x" * 64}, "job_name"),
+        ({"base_job_name": "x" * 40}, "base_job_name"),
+        ({"mpi_options": "-x A=1; rm -rf /"}, "mpi_options"),
+        ({"mpi_options": "-x A=$(id)"}, "mpi_options"),
+        ({"mpi_options": "-x 'A=1 2'"}, "mpi_options"),
+        ({"mpi_options": "oops"}, "mpi_options"),
+        ({"hyperparameters": ["epochs"]}, "hyperparameter"),
+        ({"hyperparameters": ["=3"]}, "hyperparameter"),
+        ({"hyperparameters": {"sagemaker_program": "x"}}, "hyperparameter"),
+        ({"env": ["NOEQUALS"]}, "env"),
+        ({"env": {"1BAD": "x"}}, "env"),
+        ({"max_run": 0}, "max_run"),
+        ({"max_run": 10**9}, "max_run"),
+        ({"volume_size": 0}, "volume_size"),
+        ({"tags": {"aws:x": "y"}}, "tags"),
+        ({"output_path": "/tmp/out"}, "output_path"),
+        ({"checkpoint_s3_uri": "bucket/x"}, "checkpoint_s3_uri"),
+        ({"max_wait": 10}, "max_wait"),
+        ({"use_spot": True, "max_run": 100, "max_wait": 50}, "max_wait"),
+        ({"keep_alive": 99999}, "keep_alive"),
+        ({"subnets": ["subnet-0abc"]}, "security_groups"),
+        ({"subnets": ["net-1"], "security_groups": ["sg-1"]}, "subnets"),
+        ({"network_isolation": "yes"}, "network_isolation"),
+    ],
+)
+def test_bad_field(kwargs: dict[str, object], field: str) -> None:
+    with pytest.raises(BadInput) as info:
+        MPIJob("demo", **kwargs)  # type: ignore[arg-type]
+    assert info.value.field == field
+    assert "\n" not in str(info.value)
+    assert str(info.value).startswith(f"invalid {field}")
+
+
+def test_unknown_entry_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="ENTRY"):
+        MPIJob("no_such_entry_point")
+    with pytest.raises(BadInput, match="no such file"):
+        MPIJob(str(tmp_path / "missing.py"))
+
+
+def test_entry_name_the_container_refuses(tmp_path: Path) -> None:
+    bad = tmp_path / "my script.py"
+    bad.write_text("print(1)\n")
+    with pytest.raises(BadInput, match="container refuses"):
+        MPIJob(str(bad))
+
+
+def test_ppn_above_vcpus_is_a_warning() -> None:
+    with pytest.warns(UserWarning, match="exceeds the 8 vCPUs"):
+        job = MPIJob("demo", instances=1, ppn=9)
+    assert job.notes and "ml.c5.2xlarge" in job.notes[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MPIJob("demo", instances=1, ppn=8)
+
+
+def test_vcpus_rule() -> None:
+    assert vcpus("ml.c5.large") == 2
+    assert vcpus("ml.c5.xlarge") == 4
+    assert vcpus("ml.c5.2xlarge") == 8
+    assert vcpus("ml.m5.24xlarge") == 96
+    assert vcpus("ml.c5.metal") is None
+
+
+def test_mpi_options_are_argv_not_shell() -> None:
+    assert parse_mpi_options("-x FOO=1  --NCCL_DEBUG WARN") == (
+        "-x",
+        "FOO=1",
+        "--NCCL_DEBUG",
+        "WARN",
+    )
+    assert parse_mpi_options(["-x", "A=1"]) == ("-x", "A=1")
+    job = MPIJob("demo", mpi_options="-x FOO=1   -mca btl_tcp_if_include eth0")
+    assert job.mpi_options == "-x FOO=1 -mca btl_tcp_if_include eth0"
+    assert job.mpi_argv == ("-x", "FOO=1", "-mca", "btl_tcp_if_include", "eth0")
+
+
+def test_pairs() -> None:
+    assert parse_pairs("env", ["A=1", "B=x=y", "C="]) == {"A": "1", "B": "x=y", "C": ""}
+    assert parse_pairs("hyperparameter", {"lr": 0.1, "on": True}) == {"lr": "0.1", "on": "true"}
+
+
+def test_python_api_methods_exist() -> None:
+    job = MPIJob("demo", instances=3, ppn=2, role=ROLE)
+    assert callable(job.plan) and callable(job.estimator) and callable(job.submit)
+    with pytest.raises(NotSupported):
+        job.run_local()
+    assert SMMPI_TAG_KEY == "smmpi:managed"
+
+
+def _members(data: bytes) -> list[str]:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return sorted(tar.getnames())
+
+
+def test_packaged_source_dir_is_entry_plus_helpers() -> None:
+    from smmpi.estimator import pack_source
+
+    job = MPIJob("demo", instances=3, ppn=2)
+    assert _members(pack_source(job)) == [
+        "broadcast.py",
+        "demo.py",
+        "gather_reduce_broadcast.py",
+        "point_to_point.py",
+        "smmpi_runtime.py",
+    ]
+    assert pack_source(job) == pack_source(job)  # reproducible
+
+
+def test_user_source_dir_excludes_vcs_caches_and_venvs(tmp_path: Path) -> None:
+    from smmpi.estimator import pack_source
+
+    src = tmp_path / "proj"
+    for rel in (
+        "train.py",
+        "lib/util.py",
+        ".git/config",
+        "__pycache__/train.cpython-311.pyc",
+        ".venv/bin/python",
+        "venv/lib/x.py",
+        "lib/__pycache__/util.cpython-311.pyc",
+    ):
+        path = src / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+    job = MPIJob(str(src / "train.py"), source_dir=str(src))
+    assert job.program.script == "train.py"
+    assert _members(pack_source(job)) == ["lib/util.py", "smmpi_runtime.py", "train.py"]
