@@ -141,7 +141,14 @@ def logs_cmd(
             raise BadInput("host", host, hosts)
 
     if follow:
-        final = jobs.follow(sm, logs, job, show, host=host, interval=interval)
+        try:
+            final = jobs.follow(sm, logs, job, show, host=host, interval=interval)
+        except KeyboardInterrupt:
+            click.echo(
+                f"smmpi: stopped following; {job} keeps running (`smmpi stop {job}` stops it)",
+                err=True,
+            )
+            sys.exit(130)
         click.echo(f"smmpi: {job} {final.status}", err=True)
         sys.exit(1 if final.status == "Failed" else 0)
 

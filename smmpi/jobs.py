@@ -362,10 +362,17 @@ class StreamReader:
         self.logs, self.stream, self.host = logs, stream, stream_host(stream)
         self._token: str | None = None
 
+    #: Pages read per call at most, so one busy stream cannot starve the others.
+    max_pages = 200
+
     def read(self) -> list[str]:
+        """Lines since the last call. CloudWatch pages by time and may return an
+        empty page before later events, so only a token that stops moving
+        means the end.
+        """
         lines: list[str] = []
         with aws_errors():
-            while True:
+            for _ in range(self.max_pages):
                 kwargs: dict[str, Any] = {
                     "logGroupName": LOG_GROUP,
                     "logStreamName": self.stream,
@@ -379,8 +386,9 @@ class StreamReader:
                 token = page.get("nextForwardToken")
                 moved = token != self._token
                 self._token = token
-                if not page.get("events") or not moved:
-                    return lines
+                if not moved:
+                    break
+        return lines
 
 
 @dataclass(frozen=True)

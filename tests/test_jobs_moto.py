@@ -521,3 +521,27 @@ def test_check_name_accepts_sagemaker_names() -> None:
         jobs.check_name("-leading-hyphen")
     with pytest.raises(BadInput):
         jobs.check_name("a" * 64)
+
+
+def test_interrupted_follow_leaves_the_job_running(
+    moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from smmpi.cli import main
+
+    create_job(moto_server)
+    for key, value in moto_server.aws_env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("SMMPI_CONFIG", str(tmp_path / "config.json"))
+    monkeypatch.delenv("SMMPI_REGION", raising=False)
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(jobs, "follow", interrupted)
+    result = CliRunner().invoke(main, ["logs", JOB, "--follow"])
+    assert result.exit_code == 130
+    assert f"stopped following; {JOB} keeps running (`smmpi stop {JOB}` stops it)" in (
+        result.output
+    )
