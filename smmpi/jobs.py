@@ -165,9 +165,13 @@ class JobStatus:
         """``key  value`` lines for ``smmpi status``."""
         rows: list[tuple[str, str]] = [
             ("job", self.name),
-            ("status", f"{self.status} ({self.secondary})" if self.secondary else self.status),
+            ("status", self.status),
             ("instances", f"{self.instance_count} x {self.instance_type}"),
         ]
+        if self.secondary and self.secondary != self.status:
+            rows[1] = ("status", f"{self.status} ({self.secondary})")
+        if not self.done and self.transitions and self.transitions[-1][1]:
+            rows.append(("progress", self.transitions[-1][1]))
         if self.processes_per_host:
             world = self.processes_per_host * self.instance_count
             rows.append(("processes", f"{self.processes_per_host} per host, {world} in all"))

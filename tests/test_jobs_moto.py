@@ -12,6 +12,7 @@ import io
 import json
 import tarfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -277,7 +278,8 @@ def test_status(moto_server: MotoServer, env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr
     rows = {line.split()[0]: line.split(None, 1)[1] for line in done.stdout.splitlines()}
     assert rows["job"] == JOB
-    assert rows["status"] == "Completed (Completed)"
+    assert rows["status"] == "Completed"
+    assert "progress" not in rows
     assert rows["instances"] == "3 x ml.c5.2xlarge"
     assert rows["processes"] == "2 per host, 6 in all"
     assert rows["model"] == f"s3://{BUCKET}/jobs/{JOB}/output/model.tar.gz"
@@ -545,3 +547,45 @@ def test_interrupted_follow_leaves_the_job_running(
     assert f"stopped following; {JOB} keeps running (`smmpi stop {JOB}` stops it)" in (
         result.output
     )
+
+
+def test_status_of_a_running_job_shows_its_phase_and_progress() -> None:
+    sm, stub = _stubbed_sagemaker()
+    stub.add_response(
+        "describe_training_job",
+        {
+            "TrainingJobName": JOB,
+            "TrainingJobArn": "arn:x",
+            "TrainingJobStatus": "InProgress",
+            "SecondaryStatus": "Downloading",
+            "CreationTime": datetime(2026, 1, 1, tzinfo=timezone.utc),
+            "AlgorithmSpecification": {"TrainingInputMode": "File"},
+            "ResourceConfig": {
+                "InstanceType": "ml.c5.2xlarge",
+                "InstanceCount": 3,
+                "VolumeSizeInGB": 30,
+            },
+            "StoppingCondition": {},
+            "ModelArtifacts": {"S3ModelArtifacts": "s3://b/k"},
+            "SecondaryStatusTransitions": [
+                {
+                    "Status": "Starting",
+                    "StartTime": datetime(2026, 1, 1, tzinfo=timezone.utc),
+                    "StatusMessage": "Preparing the instances for training",
+                },
+                {
+                    "Status": "Downloading",
+                    "StartTime": datetime(2026, 1, 1, 0, 1, tzinfo=timezone.utc),
+                    "StatusMessage": "Downloading input data",
+                },
+            ],
+        },
+        {"TrainingJobName": JOB},
+    )
+    with stub:
+        st = jobs.job_status(sm, JOB)
+    rows = dict(line.split(None, 1) for line in st.lines())
+    assert rows["status"] == "InProgress (Downloading)"
+    assert rows["progress"] == "Downloading input data"
+    assert not st.done
+    assert rows["created"] == "2026-01-01T00:00:00+00:00"
