@@ -19,6 +19,7 @@ backend can be added beside it later. What it guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import gzip
@@ -27,6 +28,7 @@ import json
 import logging
 import os
 import tarfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -71,10 +73,15 @@ def import_sdk() -> Any:
     """
     os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
     _quiet_sdk_loggers()
+    # Importing the SDK builds a default JumpStart session, which resolves
+    # credentials; with none configured botocore would ask the instance
+    # metadata service (169.254.169.254). Nothing is called with that session,
+    # so the lookup is switched off for the import only.
     try:
-        import sagemaker
-        import sagemaker.utils
-        from sagemaker.telemetry import telemetry_logging
+        with no_metadata_lookups():
+            import sagemaker
+            import sagemaker.utils
+            from sagemaker.telemetry import telemetry_logging
     except ImportError as err:  # pragma: no cover - depends on the install
         raise SmmpiError("the SageMaker SDK is not installed: pip install 'smmpi[aws]'") from err
 
@@ -97,6 +104,26 @@ def import_sdk() -> Any:
     sdk_utils.validate_sagemaker_config = _validate_once
     _quiet_sdk_loggers()  # the SDK sets its config logger to INFO while importing
     return sagemaker
+
+
+@contextlib.contextmanager
+def no_metadata_lookups() -> Iterator[None]:
+    """Keep botocore's credential chain off the instance metadata service for a while.
+
+    The SDK builds throwaway clients on the default credential chain (a
+    JumpStart session at import, a TensorBoard helper in every estimator).
+    They are never called, but resolving their credentials without any
+    configured would reach 169.254.169.254: a dry run must not.
+    """
+    saved = os.environ.get("AWS_EC2_METADATA_DISABLED")
+    os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("AWS_EC2_METADATA_DISABLED", None)
+        else:
+            os.environ["AWS_EC2_METADATA_DISABLED"] = saved
 
 
 def _quiet_sdk_loggers() -> None:
@@ -129,14 +156,19 @@ def _checked(name: str, value: str | None, pattern: Any, allowed: str) -> str | 
 
 
 def _profile_region() -> str | None:
-    """The region from AWS's own config (profile, AWS_REGION/AWS_DEFAULT_REGION); no network."""
+    """The region from AWS_REGION/AWS_DEFAULT_REGION or the profile's config file.
+
+    botocore's own region chain ends at the instance metadata service, a
+    network call a dry run must not make; only files and variables are read.
+    """
+    for var in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        if os.environ.get(var):
+            return os.environ[var]
     try:
         import botocore.session
-    except ImportError:  # pragma: no cover
-        return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    try:
-        region = botocore.session.Session().get_config_variable("region")
-    except Exception:  # a broken profile must not break a dry run
+
+        region = botocore.session.Session().get_scoped_config().get("region")
+    except Exception:  # no botocore, or a broken profile: a dry run still works
         return None
     return str(region) if region else None
 
@@ -328,10 +360,11 @@ def build(
     boto = boto or boto_session(settings, offline=offline)
     if not offline:
         settings = account_and_bucket(settings, boto)
-    session = sdk_session(settings, boto)
     name = job_name or generate_job_name(job)
     code_uri = f"s3://{settings.bucket}/{code_key(name)}"
-    estimator = _estimator(job, session, settings, code_uri)
+    with no_metadata_lookups() if offline else contextlib.nullcontext():
+        session = sdk_session(settings, boto)
+        estimator = _estimator(job, session, settings, code_uri)
     return Built(
         job=job,
         estimator=estimator,
@@ -419,7 +452,8 @@ def capture_request(built: Built) -> dict[str, Any]:
     )
     events.register("before-call.sagemaker.CreateTrainingJob", answer, unique_id="smmpi-answer")
     try:
-        built.estimator.fit(wait=False, logs=False, job_name=built.job_name)
+        with no_metadata_lookups() if built.offline else contextlib.nullcontext():
+            built.estimator.fit(wait=False, logs=False, job_name=built.job_name)
     finally:
         events.unregister(
             "provide-client-params.sagemaker.CreateTrainingJob", unique_id="smmpi-record"
