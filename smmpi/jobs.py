@@ -442,15 +442,11 @@ class JobLog:
                 done = assembler.feed(raw)
                 if done:
                     out.extend(_tagged(reader.host, t) for t in done)
-                elif not _has_tag(raw):
+                else:  # untagged: the container toolkit's or mpirun's own line
                     out.append(LogLine(reader.host, None, "raw", raw))
             if final:
                 out.extend(_tagged(reader.host, t) for t in assembler.flush())
         return out
-
-
-def _has_tag(line: str) -> bool:
-    return line.startswith("[") and "]<std" in line
 
 
 def _tagged(host: str, t: Tagged) -> LogLine:
