@@ -164,7 +164,12 @@ def submit_cmd(
     from smmpi.submit import submit
 
     try:
-        sub = submit(job, wait=wait, echo=None if as_json else _echo_err)
+        sub = submit(
+            job,
+            wait=wait,
+            echo=None if as_json else _echo_err,
+            on_log=None if as_json else click.echo,
+        )
     except KeyboardInterrupt:
         _echo_err("smmpi: interrupted; a created job keeps running (smmpi stop JOB)")
         sys.exit(130)

@@ -97,11 +97,13 @@ def submit(
     echo: Callable[[str], None] | None = None,
     job_name: str | None = None,
     poll: float | None = None,
+    on_log: Callable[[str], None] | None = None,
 ) -> Submission:
     """Pack and upload the source dir, create the job, and follow it if ``wait``.
 
     ``echo`` receives one line per event (bucket created, job created, status
-    transitions); ``poll`` caps the seconds between DescribeTrainingJob calls.
+    transitions); ``on_log`` receives the job's log lines while waiting;
+    ``poll`` caps the seconds between DescribeTrainingJob calls.
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -161,7 +163,12 @@ def submit(
         f"{job.ppn} processes each, world size {job.world_size})"
     )
     if wait:
-        follow(client, sub, say, poll=poll)
+        log = None
+        if on_log is not None:
+            from smmpi.jobs import JobLog
+
+            log = JobLog(boto.client("logs"), sub.job_name)
+        follow(client, sub, say, poll=poll, log=log, on_log=on_log)
     return sub
 
 
@@ -173,18 +180,40 @@ def _delete_quietly(s3: Any, bucket: str, key: str) -> None:
 
 
 def follow(
-    client: Any, sub: Submission, say: Callable[[str], None], poll: float | None = None
+    client: Any,
+    sub: Submission,
+    say: Callable[[str], None],
+    poll: float | None = None,
+    log: Any = None,
+    on_log: Callable[[str], None] | None = None,
 ) -> Submission:
     """Poll DescribeTrainingJob until a terminal status, reporting each transition.
 
     Polling starts at one second and backs off to ``poll`` (default 15 s): a
-    short job is reported promptly and a long one costs few API calls.
+    short job is reported promptly and a long one costs few API calls. With
+    ``log`` (a :class:`smmpi.jobs.JobLog`) the job's CloudWatch lines are
+    passed to ``on_log`` as they arrive, rank-tagged; logs are best effort and
+    never fail the wait.
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
     ceiling = 15.0 if poll is None else max(poll, 0.05)
     delay = min(1.0, ceiling)
     last: tuple[str, str | None] | None = None
+
+    def pump(final: bool) -> None:
+        nonlocal log
+        if log is None or on_log is None:
+            return
+        try:
+            lines = log.poll(final=final)
+        except (SmmpiError, ClientError, BotoCoreError) as err:
+            say(f"smmpi: not following the log any more: {err}")
+            log = None
+            return
+        for line in lines:
+            on_log(line.render())
+
     while True:
         try:
             desc = client.describe_training_job(TrainingJobName=sub.job_name)
@@ -207,6 +236,7 @@ def follow(
             )
             detail = f" - {sub.secondary_status}" if sub.secondary_status else ""
             say(f"{stamp} {sub.status}{detail}")
+        pump(final=sub.status in TERMINAL)
         if sub.status in TERMINAL:
             return sub
         time.sleep(delay)

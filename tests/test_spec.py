@@ -215,3 +215,22 @@ def test_user_source_dir_excludes_vcs_caches_and_venvs(tmp_path: Path) -> None:
     job = MPIJob(str(src / "train.py"), source_dir=str(src))
     assert job.program.script == "train.py"
     assert _members(pack_source(job)) == ["lib/util.py", "smmpi_runtime.py", "train.py"]
+
+
+def test_help_and_spec_do_not_import_the_sdk() -> None:
+    """`smmpi --help`, `smmpi submit --help` and building an MPIJob stay SDK-free."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from smmpi.cli import main\n"
+        "assert CliRunner().invoke(main, ['--help']).exit_code == 0\n"
+        "assert CliRunner().invoke(main, ['submit', '--help']).exit_code == 0\n"
+        "from smmpi.spec import MPIJob\n"
+        "MPIJob('demo', instances=3, ppn=2)\n"
+        "heavy = [m for m in ('sagemaker', 'boto3') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

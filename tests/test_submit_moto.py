@@ -412,3 +412,35 @@ def test_follow_reports_transitions_and_failure_reason() -> None:
     assert sub.status == "Failed" and sub.exit_code == 1
     assert "MPI_ABORT" in (sub.failure_reason or "")
     assert lines[-1].endswith("Failed - Failed")
+
+
+class _FakeLog:
+    """A JobLog stand-in: one batch of lines per poll, the rest on the final one."""
+
+    def __init__(self) -> None:
+        self.polls: list[bool] = []
+
+    def poll(self, final: bool = False) -> list[Any]:
+        from smmpi.jobs import LogLine
+
+        self.polls.append(final)
+        text = "done" if final else f"step {len(self.polls)}"
+        return [LogLine("algo-1", 0, "stdout", text)]
+
+
+def test_follow_streams_the_log_until_the_end() -> None:
+    from smmpi.submit import Submission, follow
+
+    client = _FakeClient(
+        [
+            {"TrainingJobStatus": "InProgress", "SecondaryStatus": "Training"},
+            {"TrainingJobStatus": "InProgress", "SecondaryStatus": "Training"},
+            {"TrainingJobStatus": "Completed", "SecondaryStatus": "Completed"},
+        ]
+    )
+    log, printed = _FakeLog(), []
+    sub = Submission(job_name="j", arn="", request={}, code_uri="", region="us-west-2")
+    follow(client, sub, lambda _: None, poll=0.01, log=log, on_log=printed.append)
+    assert sub.exit_code == 0
+    assert log.polls == [False, False, True]
+    assert printed == ["[0] step 1", "[0] step 2", "[0] done"]
