@@ -1,4 +1,4 @@
-"""Data-parallel training in NumPy on scikit-learn's digits: sharded data, Allreduce-summed gradients.
+"""Data-parallel NumPy training on scikit-learn's digits: sharded data, Allreduce-summed gradients.
 
 A softmax regression (``--hidden 0``) or a one-hidden-layer tanh MLP, trained by
 full-batch gradient descent. Each rank holds one contiguous shard of the
@@ -54,7 +54,7 @@ def load_digits_split(seed: int, test_fraction: float = 0.2) -> tuple[np.ndarray
     """The same shuffled train/test split on every rank (and in the single-process run)."""
     x, y = load_digits()
     order = np.random.default_rng(seed).permutation(len(y))
-    n_test = int(round(len(y) * test_fraction))
+    n_test = round(len(y) * test_fraction)
     test, train = order[:n_test], order[n_test:]
     return x[train], y[train], x[test], y[test]
 
@@ -128,13 +128,13 @@ def train(comm: Any, args: argparse.Namespace) -> tuple[Params, dict[str, Any]]:
     for _ in range(args.epochs):
         grads, loss, correct = summed_gradients(params, x_local, y_local)
         offset = 0
-        for k, n in zip(names, sizes):
+        for k, n in zip(names, sizes, strict=True):
             flat[offset : offset + n] = grads[k].ravel()
             offset += n
         flat[-2], flat[-1] = loss, correct
         comm.Allreduce([flat, MPI.DOUBLE], [total, MPI.DOUBLE], op=MPI.SUM)
         offset = 0
-        for k, n in zip(names, sizes):
+        for k, n in zip(names, sizes, strict=True):
             g = total[offset : offset + n].reshape(params[k].shape) / n_global
             params[k] -= args.lr * (g + args.l2 * params[k])
             offset += n
@@ -178,7 +178,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--epochs", type=int, default=100, help="full-batch gradient steps")
     parser.add_argument(
-        "--hidden", type=int, default=32, help="hidden units; 0 = softmax regression"
+        "--hidden", type=int, default=32, help="hidden units (0: softmax regression)"
     )
     parser.add_argument("--lr", type=float, default=0.5, help="learning rate")
     parser.add_argument("--l2", type=float, default=1e-4, help="L2 weight decay")
@@ -217,7 +217,7 @@ def main() -> int:
         os.makedirs(rt.model_dir, exist_ok=True)
         os.makedirs(rt.output_data_dir, exist_ok=True)
         model_path = os.path.join(rt.model_dir, "model.npz")
-        np.savez(model_path, **params)
+        np.savez(model_path, **params)  # type: ignore[arg-type]
         metrics.pop("local_examples")
         with open(os.path.join(rt.output_data_dir, "metrics.json"), "w") as fh:
             json.dump(metrics, fh, indent=2)
