@@ -47,8 +47,8 @@ class UnknownJob(SmmpiError):
         super().__init__(f"unknown job: {name!r}: no such training job{where}")
 
 
-class NoCredentials(SmmpiError):
-    """Exit 2: a setup problem found before anything was touched."""
+class NotConfigured(SmmpiError):
+    """No AWS credentials or region (exit 2: found before anything was touched)."""
 
     exit_code = 2
 
@@ -77,7 +77,7 @@ def clients(*services: str, region: str | None = None) -> tuple[Any, ...]:
 
     session = boto3.session.Session(region_name=resolve_region(region))
     if session.region_name is None:
-        raise NoCredentials(
+        raise NotConfigured(
             "no AWS region: pass --region, set SMMPI_REGION or AWS_REGION, "
             "or run `smmpi infra deploy --region R`"
         )
@@ -97,7 +97,7 @@ def aws_errors(job: str | None = None, region: str | None = None) -> Iterator[No
     try:
         yield
     except (NoCredentialsError, PartialCredentialsError):
-        raise NoCredentials(
+        raise NotConfigured(
             "no AWS credentials found: configure a profile (aws configure) or set "
             "AWS_PROFILE; `smmpi doctor` checks the setup"
         ) from None
