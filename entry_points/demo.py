@@ -20,8 +20,11 @@ def main() -> int:
     require_world_size(comm, minimum=2)
     rt = runtime(comm)
     if rt.rank == 0:
-        print(f"Number of MPI processes that will talk to each other: {rt.size} "
-              f"({len(rt.hosts)} host(s): {', '.join(rt.hosts)})", flush=True)
+        print(
+            f"Number of MPI processes that will talk to each other: {rt.size} "
+            f"({len(rt.hosts)} host(s): {', '.join(rt.hosts)})",
+            flush=True,
+        )
     report(comm, point_to_point(comm), title="point to point")
     report(comm, broadcast(comm), title="broadcast from rank 0")
     report(comm, gather_reduce_broadcast(comm), title="gather, average, broadcast")

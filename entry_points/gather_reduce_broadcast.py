@@ -24,7 +24,9 @@ def gather_reduce_broadcast(comm: Any) -> list[str]:
     lines: list[str] = []
     if rank == 0:
         assert recvbuf is not None
-        check(bool(np.array_equal(recvbuf[:, 0], np.arange(size))), f"gathered rows {recvbuf[:, 0]}")
+        check(
+            bool(np.array_equal(recvbuf[:, 0], np.arange(size))), f"gathered rows {recvbuf[:, 0]}"
+        )
         avg = recvbuf.mean(axis=0, dtype=np.float64)
         lines.append(f"gathered {size} rows, first column {recvbuf[:, 0].tolist()}")
     else:
@@ -45,8 +47,9 @@ def main() -> int:
     require_world_size(comm, minimum=2)
     rt = runtime(comm)
     if rt.rank == 0:
-        print(f"gather-reduce-broadcast: {rt.size} processes on {len(rt.hosts)} host(s)",
-              flush=True)
+        print(
+            f"gather-reduce-broadcast: {rt.size} processes on {len(rt.hosts)} host(s)", flush=True
+        )
     report(comm, gather_reduce_broadcast(comm), title="gather, average, broadcast")
     return 0
 

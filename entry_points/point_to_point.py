@@ -1,4 +1,4 @@
-"""Point-to-point: rank 0 sends a C-int array to rank 1 (seed 004), then every rank passes one around a ring.
+"""Point-to-point: rank 0 sends C ints to rank 1 (seed 004), then a Sendrecv ring over all ranks.
 
 Buffer API (``Send``/``Recv``/``Sendrecv``) with datatypes that match the arrays.
 """
@@ -30,8 +30,14 @@ def point_to_point(comm: Any) -> list[str]:
     right, left = (rank + 1) % size, (rank - 1) % size
     send = np.full(4, rank, dtype=np.float64)
     recv = np.empty(4, dtype=np.float64)
-    comm.Sendrecv([send, MPI.DOUBLE], dest=right, sendtag=12, recvbuf=[recv, MPI.DOUBLE],
-                  source=left, recvtag=12)
+    comm.Sendrecv(
+        [send, MPI.DOUBLE],
+        dest=right,
+        sendtag=12,
+        recvbuf=[recv, MPI.DOUBLE],
+        source=left,
+        recvtag=12,
+    )
     check(bool(np.all(recv == left)), f"rank {rank} got {recv} from rank {left} in the ring")
     lines.append(f"ring: received {recv[0]:g} from rank {left}, sent {rank} to rank {right}")
     return lines

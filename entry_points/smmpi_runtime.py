@@ -76,7 +76,11 @@ class Runtime:
 
 def _processes_per_host(size: int, hosts: Sequence[str]) -> int:
     params = _json_env("SM_FRAMEWORK_PARAMS", {})
-    ppn = params.get("sagemaker_mpi_num_of_processes_per_host") if isinstance(params, dict) else None
+    ppn = (
+        (params or {}).get("sagemaker_mpi_num_of_processes_per_host")
+        if isinstance(params, dict)
+        else None
+    )
     if isinstance(ppn, int) and ppn > 0:
         return ppn
     # No MPI parameters: assume the world is spread evenly over the hosts.

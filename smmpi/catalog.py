@@ -24,9 +24,25 @@ _CONTAINER_ENTRY_RE = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._+-]*(/[A-Za-z0-9._+
 
 # Never uploaded: VCS data, caches, virtualenvs, build output.
 EXCLUDED_DIRS = frozenset(
-    {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "env", ".tox", ".nox",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", "node_modules",
-     "build", "dist", ".eggs"}
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        "env",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".ipynb_checkpoints",
+        "node_modules",
+        "build",
+        "dist",
+        ".eggs",
+    }
 )
 EXCLUDED_SUFFIXES = (".pyc", ".pyo")
 
@@ -126,8 +142,9 @@ def resolve(entry: str, source_dir: str | Path | None = None) -> Program:
     if not looks_like_path:
         names = {ep.name: ep for ep in packaged()}
         if entry not in names:
-            raise BadInput("ENTRY", entry, "one of " + ", ".join(sorted(names))
-                           + ", or a path to a .py file")
+            raise BadInput(
+                "ENTRY", entry, "one of " + ", ".join(sorted(names)) + ", or a path to a .py file"
+            )
         ep = names[entry]
         return Program(ep.name, ep.path.name, ep.path.parent, packaged=True)
     path = Path(entry).expanduser()
@@ -148,6 +165,10 @@ def resolve(entry: str, source_dir: str | Path | None = None) -> Program:
     else:
         src, script = path.parent, path.name
     if not _CONTAINER_ENTRY_RE.match(script):
-        raise BadInput("ENTRY", script, "a file name matching "
-                       "[A-Za-z0-9._][A-Za-z0-9._+-]* (the SageMaker container refuses others)")
+        raise BadInput(
+            "ENTRY",
+            script,
+            "a file name matching "
+            "[A-Za-z0-9._][A-Za-z0-9._+-]* (the SageMaker container refuses others)",
+        )
     return Program(path.stem, script, src, packaged=False)

@@ -23,7 +23,7 @@ def _fail(err: SmmpiError) -> None:
 
 
 class _Group(click.Group):
-    """Turn smmpi's own errors into one line and their exit code; usage errors exit 2."""
+    """Bad input is one line and exit code 2; smmpi's own errors are one line and their code."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -31,24 +31,45 @@ class _Group(click.Group):
         except SmmpiError as err:
             _fail(err)
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.exceptions.BadParameter as err:
+            message = err.message if err.message.startswith("invalid ") else err.format_message()
+            click.echo(f"smmpi: {message}", err=True)
+            sys.exit(2)
+        except click.exceptions.UsageError as err:
+            click.echo(f"smmpi: {err.format_message()} (see --help)", err=True)
+            sys.exit(2)
+        except click.exceptions.Abort:
+            click.echo("smmpi: interrupted", err=True)
+            sys.exit(130)
+        sys.exit(code if isinstance(code, int) else 0)
 
-def positive_int(field: str) -> click.ParamType:
-    class _Positive(click.ParamType):
-        name = "N"
 
-        def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-                    ) -> int:
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
-            try:
-                number = int(str(value), 10)
-            except ValueError:
-                number = 0
-            if number <= 0:
-                self.fail(f"invalid {field}: {value!r}; allowed: an integer >= 1", param, ctx)
-            return number
+class PositiveInt(click.ParamType):  # type: ignore[type-arg]  # generic only in click >= 8.2
+    """An integer >= 1; anything else is one line naming the field."""
 
-    return _Positive()
+    name = "N"
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        try:
+            number = int(str(value), 10)
+        except ValueError:
+            number = 0
+        if number <= 0:
+            self.fail(f"invalid {self.field}: {value!r}; allowed: an integer >= 1", param, ctx)
+        return number
+
+
+def positive_int(field: str) -> PositiveInt:
+    return PositiveInt(field)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,20 +96,51 @@ def entry_points_cmd() -> None:
 @main.command("run", context_settings={"ignore_unknown_options": False})
 @click.argument("entry", required=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--instances", "-N", type=positive_int("instances"), default=1, show_default=True,
-              help="Emulated instances (hosts algo-1..algo-N).")
-@click.option("--ppn", "-n", type=positive_int("ppn"), default=2, show_default=True,
-              help="Processes per instance.")
-@click.option("--timeout", type=float, default=None,
-              help="Seconds before every rank's stack is printed and the run is killed (exit 124).")
-@click.option("--log-dir", type=click.Path(file_okay=False), default=None,
-              help="Write one log file per rank here (rank-R.log).")
-@click.option("--source-dir", type=click.Path(), default=None,
-              help="Folder to lay out as the code dir with a user script.")
+@click.option(
+    "--instances",
+    "-N",
+    type=positive_int("instances"),
+    default=1,
+    show_default=True,
+    help="Emulated instances (hosts algo-1..algo-N).",
+)
+@click.option(
+    "--ppn",
+    "-n",
+    type=positive_int("ppn"),
+    default=2,
+    show_default=True,
+    help="Processes per instance.",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=None,
+    help="Seconds before every rank's stack is printed and the run is killed (exit 124).",
+)
+@click.option(
+    "--log-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write one log file per rank here (rank-R.log).",
+)
+@click.option(
+    "--source-dir",
+    type=click.Path(),
+    default=None,
+    help="Folder to lay out as the code dir with a user script.",
+)
 @click.option("--keep", is_flag=True, help="Keep the emulated hosts' /opt/ml trees.")
-def run_cmd(entry: str | None, args: tuple[str, ...], instances: int, ppn: int,
-            timeout: float | None, log_dir: str | None, source_dir: str | None,
-            keep: bool) -> None:
+def run_cmd(
+    entry: str | None,
+    args: tuple[str, ...],
+    instances: int,
+    ppn: int,
+    timeout: float | None,
+    log_dir: str | None,
+    source_dir: str | None,
+    keep: bool,
+) -> None:
     """Run ENTRY here as N emulated SageMaker instances x n processes (local mpirun).
 
     ENTRY is a packaged entry point (see `smmpi entry-points`) or a path to a
@@ -103,8 +155,15 @@ def run_cmd(entry: str | None, args: tuple[str, ...], instances: int, ppn: int,
     if timeout is not None and timeout <= 0:
         raise BadInput("timeout", timeout, "a number of seconds > 0")
     program = resolve(entry, source_dir)
-    result = LocalRun(program, instances=instances, ppn=ppn, args=list(args), timeout=timeout,
-                      log_dir=log_dir, keep=keep).run()
+    result = LocalRun(
+        program,
+        instances=instances,
+        ppn=ppn,
+        args=list(args),
+        timeout=timeout,
+        log_dir=log_dir,
+        keep=keep,
+    ).run()
     sys.exit(result.exit_code)
 
 

@@ -12,14 +12,18 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-_TAG_RE = re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?P<stream>stdout|stderr|stddiag)>:(?P<text>.*)")
+_TAG_RE = re.compile(
+    r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?P<stream>stdout|stderr|stddiag)>:(?P<text>.*)"
+)
 _ABORT_RE = re.compile(r"MPI_ABORT was invoked on rank (?P<rank>\d+) in communicator")
 _ERRORCODE_RE = re.compile(r"^\s*Errorcode: (?P<code>-?\d+)")
 _EXIT_RE = re.compile(
     r"(?:process rank|rank) (?P<rank>\d+) with PID \d+ on node \S+ exited on\s+signal (?P<sig>\d+)"
 )
-_EXC_RE = re.compile(r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)?)"
-                     r"(?::\s?(?P<msg>.*))?$")
+_EXC_RE = re.compile(
+    r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)?)"
+    r"(?::\s?(?P<msg>.*))?$"
+)
 
 
 @dataclass(frozen=True)
@@ -120,8 +124,9 @@ class FailureScan:
         return "exited abnormally"
 
 
-def iter_rank_text(lines: Iterable[str], rank: int, streams: tuple[str, ...] = ("stdout", "stderr")
-                   ) -> Iterator[str]:
+def iter_rank_text(
+    lines: Iterable[str], rank: int, streams: tuple[str, ...] = ("stdout", "stderr")
+) -> Iterator[str]:
     """The text one rank wrote, in order."""
     for line in lines:
         tagged = parse_line(line)

@@ -1,4 +1,4 @@
-"""Shared fixtures: a real moto server over HTTP, the smmpi CLI as a subprocess, process counting."""
+"""Shared fixtures: a real moto server over HTTP, the smmpi CLI as a subprocess, process counts."""
 
 from __future__ import annotations
 
@@ -68,9 +68,13 @@ class MotoServer:
     def boto3_client(self, service: str, region: str = "us-west-2"):  # type: ignore[no-untyped-def]
         import boto3
 
-        return boto3.client(service, endpoint_url=self.url, region_name=region,
-                            aws_access_key_id="testing-AKIDEXAMPLE",
-                            aws_secret_access_key="testing-secret-do-not-print")
+        return boto3.client(
+            service,
+            endpoint_url=self.url,
+            region_name=region,
+            aws_access_key_id="testing-AKIDEXAMPLE",
+            aws_secret_access_key="testing-secret-do-not-print",
+        )
 
 
 @pytest.fixture(scope="session")
@@ -78,7 +82,8 @@ def moto_server_session() -> Iterator[MotoServer]:
     port = _free_port()
     proc = subprocess.Popen(
         [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -108,11 +113,21 @@ def moto_server(moto_server_session: MotoServer) -> Iterator[MotoServer]:
     yield moto_server_session
 
 
-def smmpi(args: list[str], env: dict[str, str], cwd: Path | None = None, timeout: float = 120,
-          ) -> subprocess.CompletedProcess[str]:
+def smmpi(
+    args: list[str],
+    env: dict[str, str],
+    cwd: Path | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
     """Run the real `smmpi` CLI as a subprocess."""
-    return subprocess.run([str(BIN / "smmpi"), *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [str(BIN / "smmpi"), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def processes_with(marker: str) -> list[str]:
