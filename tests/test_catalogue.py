@@ -1,0 +1,254 @@
+"""The entry-point catalogue under real mpirun, at several world sizes.
+
+Each program runs as users run it (``mpirun -np K python -m mpi4py prog.py``)
+from a scratch directory, so its model and output dirs land there. The
+programs verify themselves and exit non-zero on a wrong result; these tests
+check the exit code, the ordered summary and the files they write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, base_env, processes_with
+
+EP = ROOT / "entry_points"
+BIN = Path(sys.executable).parent
+MPIRUN = str(BIN / "mpirun") if (BIN / "mpirun").exists() else "mpirun"
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+
+def mpirun(
+    program: str,
+    ranks: int,
+    cwd: Path,
+    *args: str,
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
+) -> Run:
+    """Run an entry point under real mpirun; on timeout end the whole launch.
+
+    mpirun gets its own session; on timeout it receives SIGTERM, which Open MPI
+    forwards to every rank (ranks sit in process groups of their own, so a
+    group kill of mpirun's group alone would orphan them), then SIGKILL.
+    """
+    cmd = [MPIRUN, "--oversubscribe", "-np", str(ranks), sys.executable, "-m", "mpi4py"]
+    cmd += [str(EP / f"{program}.py"), *args]
+    run_env = base_env(cwd) if env is None else env
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=run_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return Run(proc.returncode, out, err, time.monotonic() - start)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            out, err = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+        return Run(proc.returncode, out, err, time.monotonic() - start, timed_out=True)
+
+
+def ok(run: Run) -> str:
+    assert run.returncode == 0, (
+        f"exit {run.returncode}\nstdout:\n{run.stdout}\nstderr:\n{run.stderr}"
+    )
+    return run.stdout
+
+
+def rank_lines(out: str, title: str) -> list[str]:
+    """The summary lines printed under ``title`` by ``report``."""
+    lines = out.splitlines()
+    start = lines.index(title) + 1
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("  rank "):
+            break
+        block.append(line)
+    return block
+
+
+def ranks_in(block: list[str]) -> list[int]:
+    return sorted({int(m.group(1)) for line in block if (m := re.match(r"  rank (\d+) ", line))})
+
+
+# ---------------------------------------------------------------- collectives
+
+
+@pytest.mark.parametrize("ranks", [2, 5])
+def test_collectives(tmp_path: Path, ranks: int) -> None:
+    out = ok(mpirun("collectives", ranks, tmp_path))
+    assert f"collectives: all {ranks} ranks verified their results" in out
+    for title in (
+        "pickle API (any Python object)",
+        "buffer API (NumPy arrays, typed)",
+        "user-defined reductions (MPI.Op.Create)",
+    ):
+        assert ranks_in(rank_lines(out, title)) == list(range(ranks))
+    total = ranks * (ranks - 1) // 2
+    pickle = rank_lines(out, "pickle API (any Python object)")
+    assert f"reduce {total + 100 * ranks}," in pickle[0]
+    assert f"alltoall from {list(range(ranks))}" in pickle[-1]
+    user = rank_lines(out, "user-defined reductions (MPI.Op.Create)")
+    assert all(f"dict allreduce {{'v': {total}}}" in line for line in user)
+    buffer = rank_lines(out, "buffer API (NumPy arrays, typed)")
+    assert f"Alltoall {[10 * i + ranks - 1 for i in range(ranks)]}" in buffer[-1]
+
+
+@pytest.mark.parametrize("program", ["collectives", "alltoall", "nonblocking", "bench"])
+def test_world_size_one_is_refused_clearly(tmp_path: Path, program: str) -> None:
+    run = mpirun(program, 1, tmp_path)
+    assert run.returncode != 0
+    assert f"{program}.py: world size 1 is not supported (needs >= 2)" in run.stderr
+
+
+# ---------------------------------------------------------- data_parallel_sum
+
+
+@pytest.mark.parametrize(("ranks", "n"), [(2, 1_000_001), (4, 10), (6, 1_000_003), (4, 3)])
+def test_data_parallel_sum_uneven(tmp_path: Path, ranks: int, n: int) -> None:
+    out = ok(mpirun("data_parallel_sum", ranks, tmp_path, "--size", str(n)))
+    block = rank_lines(out, "Scatterv + Reduce")
+    assert ranks_in(block) == list(range(ranks))
+    counts = [int(m.group(1)) for line in block if (m := re.search(r"summed (\d+) elements", line))]
+    assert sum(counts) == n and max(counts) - min(counts) <= 1
+    assert f"total of 0..{n - 1} = {n * (n - 1) // 2} (expected" in out
+
+
+def test_data_parallel_sum_bad_size(tmp_path: Path) -> None:
+    run = mpirun("data_parallel_sum", 2, tmp_path, "--size", "-5")
+    assert run.returncode != 0
+    assert "--size must be >= 0" in run.stderr
+
+
+# ------------------------------------------------------------------- alltoall
+
+
+@pytest.mark.parametrize(("ranks", "size"), [(2, 10), (2, 2_000_000), (8, 250_000)])
+def test_alltoall_safe_at_large_sizes(tmp_path: Path, ranks: int, size: int) -> None:
+    out = ok(mpirun("alltoall", ranks, tmp_path, "--size", str(size), timeout=120))
+    for method in ("sendrecv", "isend"):
+        block = rank_lines(out, f"alltoall by {method}")
+        assert ranks_in(block) == list(range(ranks))
+        for rank, line in enumerate(block):
+            assert f"received {[10 * i + rank for i in range(ranks)]}" in line
+
+
+def test_alltoall_unsafe_small_messages_get_through(tmp_path: Path) -> None:
+    out = ok(mpirun("alltoall", 4, tmp_path, "--size", "4", "--unsafe"))
+    assert ranks_in(rank_lines(out, "alltoall by unsafe")) == [0, 1, 2, 3]
+
+
+def test_alltoall_unsafe_deadlocks_at_large_sizes(tmp_path: Path) -> None:
+    """Blocking Send before any Recv: with 8 MB blocks nobody ever receives."""
+    marker = f"--run-id={uuid.uuid4().hex}"  # ignored by the program; finds its ranks
+    run = mpirun("alltoall", 4, tmp_path, "--size", "1000000", "--unsafe", marker, timeout=8)
+    assert run.timed_out, f"did not hang: exit {run.returncode}\n{run.stdout}\n{run.stderr}"
+    assert "alltoall by unsafe" not in run.stdout  # no rank got past the exchange
+    deadline = time.monotonic() + 10
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_with(marker) == [], "ranks outlived the timeout"
+
+
+# ---------------------------------------------------------------- nonblocking
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_nonblocking(tmp_path: Path, ranks: int) -> None:
+    delay = 0.3
+    out = ok(mpirun("nonblocking", ranks, tmp_path, "--delay", str(delay)))
+    assert ranks_in(rank_lines(out, "Isend/Irecv")) == list(range(ranks))
+    m = re.search(r"nonblocking: Igather ([\d.]+) s, Gather ([\d.]+) s", out)
+    assert m, out
+    t_igather, t_gather = float(m.group(1)), float(m.group(2))
+    # Blocking: the late ranks' delays add up; non-blocking: they overlap.
+    assert t_gather >= ranks * delay * 0.95
+    assert t_igather < t_gather - (ranks - 1) * delay * 0.5
+
+
+# ---------------------------------------------------------------------- train
+
+
+def _train(tmp_path: Path, ranks: int, *args: str) -> tuple[dict[str, np.ndarray], dict, str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    out = ok(mpirun("train", ranks, tmp_path, *args))
+    with np.load(tmp_path / "model" / "model.npz") as npz:
+        weights = {k: npz[k] for k in npz.files}
+    metrics = json.loads((tmp_path / "output" / "data" / "metrics.json").read_text())
+    return weights, metrics, out
+
+
+@pytest.mark.parametrize(("hidden", "ranks"), [("32", 4), ("0", 2)])
+def test_train_equals_single_process(tmp_path: Path, hidden: str, ranks: int) -> None:
+    args = ("--hidden", hidden, "--epochs", "60", "--seed", "3", "--min-accuracy", "0.8")
+    single, single_metrics, _ = _train(tmp_path / "single", 1, *args)
+    multi, metrics, out = _train(tmp_path / "multi", ranks, *args)
+    assert single.keys() == multi.keys() and len(single) in (2, 4)
+    diff = max(float(np.abs(single[k] - multi[k]).max()) for k in single)
+    assert diff <= 1e-10
+    assert metrics["world_size"] == ranks and single_metrics["world_size"] == 1
+    assert metrics["test_accuracy"] == pytest.approx(single_metrics["test_accuracy"])
+    assert 0.8 <= metrics["test_accuracy"] <= 1.0
+    assert metrics["loss"] < metrics["initial_loss"]
+    block = rank_lines(out, f"train: {metrics['model']}, 60 epochs, world size {ranks}")
+    assert ranks_in(block) == list(range(ranks))
+    shards = [int(m.group(1)) for line in block if (m := re.search(r"(\d+) examples", line))]
+    assert sum(shards) == metrics["examples"] == 1438
+
+
+def test_train_different_seed_differs(tmp_path: Path) -> None:
+    """The equivalence test above could not pass by accident: seeds matter."""
+    a, _, _ = _train(tmp_path / "a", 2, "--epochs", "5", "--seed", "1", "--min-accuracy", "0")
+    b, _, _ = _train(tmp_path / "b", 2, "--epochs", "5", "--seed", "2", "--min-accuracy", "0")
+    assert max(float(np.abs(a[k] - b[k]).max()) for k in a) > 1e-3
+
+
+def test_train_reads_sagemaker_dirs_and_hyperparameters(tmp_path: Path) -> None:
+    env = base_env(tmp_path)
+    env["SM_MODEL_DIR"] = str(tmp_path / "sm" / "model")
+    env["SM_OUTPUT_DATA_DIR"] = str(tmp_path / "sm" / "data")
+    # SageMaker passes hyperparameters as --key value; unknown ones are ignored.
+    run = mpirun(
+        "train", 2, tmp_path, "--epochs", "3", "--min-accuracy", "0", "--foo", "1", env=env
+    )
+    ok(run)
+    assert (tmp_path / "sm" / "model" / "model.npz").is_file()
+    metrics = json.loads((tmp_path / "sm" / "data" / "metrics.json").read_text())
+    assert metrics["epochs"] == 3 and metrics["world_size"] == 2
+
+
+def test_train_fails_when_accuracy_is_out_of_reach(tmp_path: Path) -> None:
+    run = mpirun("train", 2, tmp_path, "--epochs", "2", "--min-accuracy", "0.99")
+    assert run.returncode != 0
+    assert re.search(r"VerificationError: rank \d: test accuracy 0\.\d+ < 0\.99", run.stderr)
+    assert not (tmp_path / "model" / "model.npz").exists()
