@@ -91,7 +91,8 @@ def import_sdk() -> Any:
     telemetry_logging._send_telemetry_request = _no_telemetry
     sdk_utils: Any = sagemaker.utils
     validate = sdk_utils.validate_sagemaker_config
-    checked: set[str] = set()
+    # Our own config is a constant that tests validate against the SDK's schema.
+    checked: set[str] = {json.dumps(TELEMETRY_OPT_OUT_CONFIG, sort_keys=True)}
 
     def _validate_once(cfg: Any = None) -> Any:
         key = json.dumps(cfg, sort_keys=True, default=str)
@@ -102,6 +103,8 @@ def import_sdk() -> Any:
         return result
 
     sdk_utils.validate_sagemaker_config = _validate_once
+    sdk_session_module: Any = sagemaker.session
+    sdk_session_module.validate_sagemaker_config = _validate_once
     _quiet_sdk_loggers()  # the SDK sets its config logger to INFO while importing
     return sagemaker
 
@@ -238,8 +241,20 @@ def boto_session(settings: Settings, *, offline: bool) -> boto3.Session:
     import boto3
 
     if not offline:
-        return boto3.Session(region_name=settings.region)
+        return boto3.Session(region_name=settings.region, botocore_session=_botocore_session())
     return _offline_session(settings.region)
+
+
+def _botocore_session() -> Any:
+    """A botocore session sharing smmpi's data loader (unless AWS_DATA_PATH customises it)."""
+    import botocore.session
+
+    from smmpi.spec import shared_loader
+
+    session = botocore.session.Session()
+    if not os.environ.get("AWS_DATA_PATH"):
+        session.register_component("data_loader", shared_loader())
+    return session
 
 
 @functools.lru_cache(maxsize=8)
@@ -248,7 +263,10 @@ def _offline_session(region: str) -> boto3.Session:
     import boto3
 
     session = boto3.Session(
-        region_name=region, aws_access_key_id=_DRY_RUN_KEY, aws_secret_access_key=_DRY_RUN_KEY
+        region_name=region,
+        aws_access_key_id=_DRY_RUN_KEY,
+        aws_secret_access_key=_DRY_RUN_KEY,
+        botocore_session=_botocore_session(),
     )
     session.events.register("before-send", _refuse_http)
     return session

@@ -206,13 +206,21 @@ def _version_key(v: str) -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=1)
+def shared_loader() -> Any:
+    """One botocore data loader per process: the SageMaker API model parses once (~0.1 s)."""
+    from botocore.loaders import create_loader
+
+    return create_loader()
+
+
+@functools.lru_cache(maxsize=1)
 def known_instance_types() -> frozenset[str] | None:
     """SageMaker's TrainingInstanceType enum from botocore's model, or None without botocore."""
     try:
-        from botocore.loaders import Loader
+        loader = shared_loader()
     except ImportError:
         return None
-    model = Loader().load_service_model("sagemaker", "service-2")
+    model = loader.load_service_model("sagemaker", "service-2")
     return frozenset(model["shapes"]["TrainingInstanceType"]["enum"])
 
 

@@ -224,3 +224,14 @@ def test_plan_64x96_is_fast() -> None:
     assert result.world_size == 6144
     assert result.mpirun[2].count(",") == 63
     assert elapsed < 5  # generous here; benchmarks/bench_submit.py measures the real figure
+
+
+def test_telemetry_opt_out_config_is_valid_for_the_sdk() -> None:
+    """smmpi skips the SDK's repeated schema check for this constant; prove it is valid."""
+    from sagemaker.config.config import validate_sagemaker_config
+
+    from smmpi.estimator import TELEMETRY_OPT_OUT_CONFIG, import_sdk
+
+    import_sdk()
+    validate_sagemaker_config(TELEMETRY_OPT_OUT_CONFIG)
+    assert TELEMETRY_OPT_OUT_CONFIG["SageMaker"]["PythonSDK"]["Modules"]["TelemetryOptOut"]

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MotoServer, smmpi
+
+from tests.conftest import MotoServer, smmpi
 
 ROLE = "arn:aws:iam::123456789012:role/x"
 SECRETS = ("testing-secret-do-not-print", "testing-AKIDEXAMPLE")
