@@ -265,8 +265,9 @@ def infra_delete_cmd(stack_name: str, yes: bool, region: str | None) -> None:
 
     infra.check_inputs(stack_name)
     (cfn,) = jobs.clients("cloudformation", region=region)
-    if not yes:
-        click.confirm(f"Delete stack {stack_name} in {cfn.meta.region_name}?", abort=True)
+    if not yes and not click.confirm(f"Delete stack {stack_name} in {cfn.meta.region_name}?"):
+        click.echo(f"smmpi: stack {stack_name} not deleted", err=True)
+        sys.exit(1)
     kept = infra.delete(cfn, stack_name, progress=lambda msg: click.echo(msg, err=True))
     click.echo(f"deleted stack {stack_name}")
     if kept:

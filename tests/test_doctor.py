@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import BIN, MotoServer, smmpi
 
 from smmpi.doctor import Check, parse_mpi_version
+from tests.conftest import BIN, MotoServer, smmpi
 
 SECRET = "testing-secret-do-not-print"
 KEY_ID = "testing-AKIDEXAMPLE"

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BIN, ROOT, MotoServer, smmpi
 
 from smmpi import config, infra
+from tests.conftest import BIN, ROOT, MotoServer, smmpi
 
 TEMPLATE = ROOT / "infra" / "smmpi.yaml"
 SECRET = "testing-secret-do-not-print"
@@ -256,7 +256,7 @@ def test_delete_asks_first(moto_server: MotoServer, env: dict[str, str]) -> None
         timeout=60,
     )
     assert done.returncode == 1
-    assert "Aborted" in done.stderr
+    assert done.stderr == "smmpi: stack smmpi not deleted\n"
     stacks = moto_server.boto3_client("cloudformation").describe_stacks()["Stacks"]
     assert [s["StackStatus"] for s in stacks] == ["CREATE_COMPLETE"]
 

@@ -19,10 +19,10 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from conftest import MotoServer, smmpi
 
 from smmpi import jobs
 from smmpi.errors import BadInput, SmmpiError
+from tests.conftest import MotoServer, smmpi
 
 SECRET = "testing-secret-do-not-print"
 JOB = "smmpi-demo-2026-11-21-19-56-11-281"
