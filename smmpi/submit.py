@@ -66,6 +66,14 @@ class Submission:
 
 
 def _client_error(err: Exception) -> str:
+    """One line for a botocore failure; never the request, its headers or keys."""
+    from botocore.exceptions import NoCredentialsError, PartialCredentialsError
+
+    if isinstance(err, (NoCredentialsError, PartialCredentialsError)):
+        return (
+            "no AWS credentials found: configure a profile (aws configure) or set "
+            "AWS_PROFILE; `smmpi doctor` checks the setup"
+        )
     response = getattr(err, "response", None) or {}
     error = response.get("Error", {}) if isinstance(response, dict) else {}
     code, message = error.get("Code"), error.get("Message")
