@@ -202,7 +202,18 @@ def test_deploy_in_a_vpc_saves_the_security_group(
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.1.0/24")["Subnet"]["SubnetId"]
     done = _run(
-        ["infra", "deploy", "--stack-name", "smmpi-vpc", "--vpc-id", vpc, "--subnet", subnet],
+        [
+            "infra",
+            "deploy",
+            "--stack-name",
+            "smmpi-vpc",
+            "--vpc-id",
+            vpc,
+            "--subnet",
+            subnet,
+            "--retention-days",
+            "30",
+        ],
         _env(env, moto_server),
     )
     assert done.returncode == 0, done.stderr
@@ -212,6 +223,10 @@ def test_deploy_in_a_vpc_saves_the_security_group(
     (group,) = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
     assert group["VpcId"] == vpc
     assert f"SecurityGroupId: {group_id}" in done.stdout.splitlines()
+    (stack,) = moto_server.boto3_client("cloudformation").describe_stacks()["Stacks"]
+    params = {p["ParameterKey"]: p["ParameterValue"] for p in stack["Parameters"]}
+    assert params["VpcId"] == vpc
+    assert params["JobDataRetentionDays"] == "30"
 
 
 def test_show_and_delete(moto_server: MotoServer, env: dict[str, str]) -> None:
