@@ -252,3 +252,38 @@ def test_train_fails_when_accuracy_is_out_of_reach(tmp_path: Path) -> None:
     assert run.returncode != 0
     assert re.search(r"VerificationError: rank \d: test accuracy 0\.\d+ < 0\.99", run.stderr)
     assert not (tmp_path / "model" / "model.npz").exists()
+
+
+# ---------------------------------------------------------------------- bench
+
+
+@pytest.mark.parametrize(("ranks", "plot"), [(2, True), (4, False)])
+def test_bench_writes_json_and_plot(tmp_path: Path, ranks: int, plot: bool) -> None:
+    sizes = [8, 4096, 1 << 20]
+    args = ["--sizes", "8,4K,1M", "--budget", "4M"] + ([] if plot else ["--no-plot"])
+    out = ok(mpirun("bench", ranks, tmp_path, *args))
+    assert ranks_in(rank_lines(out, "bench: checks")) == list(range(ranks))
+    data = json.loads((tmp_path / "output" / "data" / "bench.json").read_text())
+    assert data["world_size"] == ranks and data["sizes"] == sizes
+    for api in ("buffer", "pickle"):
+        latency = data["pingpong"][api]["latency_s"]
+        bandwidth = data["pingpong"][api]["bandwidth_Bps"]
+        assert len(latency) == len(bandwidth) == len(data["allreduce"][api]["seconds"]) == 3
+        assert all(0 < t < 1 for t in latency)
+        assert all(
+            b == pytest.approx(s / t) for b, s, t in zip(bandwidth, sizes, latency, strict=True)
+        )
+        assert all(0 < t < 5 for t in data["allreduce"][api]["seconds"])
+    assert len(data["buffer_over_pickle_bandwidth"]) == 3
+    png = tmp_path / "output" / "data" / "bench.png"
+    if plot:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    else:
+        assert not png.exists()
+    assert re.search(r"bench: 1048576 B buffer/pickle bandwidth = [\d.]+x", out)
+
+
+def test_bench_bad_sizes(tmp_path: Path) -> None:
+    run = mpirun("bench", 2, tmp_path, "--sizes", "8,lots")
+    assert run.returncode != 0
+    assert "bench.py: bad --sizes/--budget" in run.stderr
