@@ -131,6 +131,14 @@ def entry_points_cmd() -> None:
     help="Folder to lay out as the code dir with a user script.",
 )
 @click.option("--keep", is_flag=True, help="Keep the emulated hosts' /opt/ml trees.")
+@click.option(
+    "--from-job",
+    "from_job",
+    default=None,
+    metavar="NAME",
+    help="Run a submitted training job's request and uploaded code here instead.",
+)
+@click.option("--region", default=None, help="AWS region of --from-job's job.")
 def run_cmd(
     entry: str | None,
     args: tuple[str, ...],
@@ -140,20 +148,43 @@ def run_cmd(
     log_dir: str | None,
     source_dir: str | None,
     keep: bool,
+    from_job: str | None,
+    region: str | None,
 ) -> None:
     """Run ENTRY here as N emulated SageMaker instances x n processes (local mpirun).
 
     ENTRY is a packaged entry point (see `smmpi entry-points`) or a path to a
     .py file. Arguments after `--` go to the program.
+
+    With --from-job NAME, fetch a submitted job's description and uploaded
+    sourcedir.tar.gz (through AWS_ENDPOINT_URL if set) and run exactly that.
     """
     from smmpi.catalog import resolve
     from smmpi.errors import BadInput
+
+    if timeout is not None and timeout <= 0:
+        raise BadInput("timeout", timeout, "a number of seconds > 0")
+    if from_job is not None:
+        if entry is not None or args:
+            raise BadInput("ENTRY", entry or " ".join(args), "nothing with --from-job")
+        from smmpi.local.job import (
+            describe_remote,
+            fetch_source,
+            request_from_description,
+            run_request,
+        )
+
+        description, s3 = describe_remote(from_job, region)
+        request = request_from_description(description)
+        source = fetch_source(request, s3)
+        job = run_request(
+            request, source, timeout=timeout, log_dir=log_dir, keep=keep, region=region
+        )
+        sys.exit(job.exit_code)
     from smmpi.local.launcher import LocalRun
 
     if entry is None:
         raise BadInput("ENTRY", "", "a packaged entry point name or a path to a .py file")
-    if timeout is not None and timeout <= 0:
-        raise BadInput("timeout", timeout, "a number of seconds > 0")
     program = resolve(entry, source_dir)
     result = LocalRun(
         program,

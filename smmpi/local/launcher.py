@@ -113,7 +113,7 @@ def mpirun_argv(
         argv += ["-np", str(shape.ppn)]
         for key in sorted(env):
             argv += ["-x", f"{key}={env[key]}"]
-        argv += ["--wdir", str(dirs.code), python, "-m", "mpi4py", shape.script, *shape.args()]
+        argv += ["--wdir", str(dirs.code), python, "-m", "mpi4py", shape.script, *shape.args(dirs)]
     return argv
 
 

@@ -41,6 +41,15 @@ def cmd_args(hyperparameters: Mapping[str, Any]) -> list[str]:
     return args
 
 
+def on_host(value: Any, dirs: HostDirs | None) -> Any:
+    """A value naming a container path (``/opt/ml/...``) as that path on an emulated host."""
+    if dirs is None or not isinstance(value, str):
+        return value
+    if value == CONTAINER_ROOT or value.startswith(CONTAINER_ROOT + "/"):
+        return str(dirs.root) + value[len(CONTAINER_ROOT) :]
+    return value
+
+
 def _env_value(value: Any) -> str:
     """The toolkit's ``mapping.to_env_vars`` value formatting."""
     if value is None:
@@ -81,10 +90,15 @@ class JobShape:
         name = self.script[:-3] if self.script.endswith(".py") else self.script
         return name.replace("/", ".")
 
-    def args(self) -> list[str]:
-        return (
+    def args(self, dirs: HostDirs | None = None) -> list[str]:
+        """The script's arguments on one host (container paths moved under its tree)."""
+        args = (
             list(self.user_args) if self.user_args is not None else cmd_args(self.hyperparameters)
         )
+        return [on_host(a, dirs) for a in args]
+
+    def host_hyperparameters(self, dirs: HostDirs) -> dict[str, Any]:
+        return {k: on_host(v, dirs) for k, v in self.hyperparameters.items()}
 
 
 @dataclass(frozen=True)
@@ -219,7 +233,7 @@ def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
         "current_instance_type": shape.instance_type,
         "framework_module": shape.framework_module,
         "hosts": hosts,
-        "hyperparameters": dict(shape.hyperparameters),
+        "hyperparameters": shape.host_hyperparameters(dirs),
         "input_config_dir": str(dirs.config),
         "input_data_config": input_data_config,
         "input_dir": str(dirs.input),
@@ -242,7 +256,7 @@ def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
     env: dict[str, Any] = {
         "hosts": hosts,
         "network_interface_name": "eth0",
-        "hps": dict(shape.hyperparameters),
+        "hps": shape.host_hyperparameters(dirs),
         "user_entry_point": shape.script,
         "framework_params": framework_params,
         "resource_config": resource,
@@ -262,11 +276,11 @@ def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
         "model_dir": str(dirs.model),
         "module_dir": shape.module_dir or str(dirs.code),
         "training_env": training_env,
-        "user_args": shape.args(),
+        "user_args": shape.args(dirs),
         "output_intermediate_dir": str(dirs.intermediate),
     }
     for name, path in channel_dirs.items():
         env[f"channel_{name}"] = path
-    for key, value in shape.hyperparameters.items():
+    for key, value in shape.host_hyperparameters(dirs).items():
         env[f"hp_{key}"] = value
     return {f"SM_{k.upper()}": _env_value(v) for k, v in env.items()}
