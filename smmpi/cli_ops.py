@@ -142,13 +142,16 @@ def logs_cmd(
 
     if follow:
         try:
-            final = jobs.follow(sm, logs, job, show, host=host, interval=interval)
+            log = jobs.JobLog(logs, job, host)
+            final = jobs.follow(sm, logs, job, show, host=host, interval=interval, log=log)
         except KeyboardInterrupt:
             click.echo(
                 f"smmpi: stopped following; {job} keeps running (`smmpi stop {job}` stops it)",
                 err=True,
             )
             sys.exit(130)
+        for text in jobs.failure_summary(final, log.scan):
+            click.echo(f"smmpi: {text}", err=True)
         click.echo(f"smmpi: {job} {final.status}", err=True)
         sys.exit(1 if final.status == "Failed" else 0)
 
@@ -165,9 +168,8 @@ def logs_cmd(
     else:
         for text in jobs.render_demuxed(lines, st.processes_per_host):
             click.echo(text)
-    failed = log.scan.failed_rank()
-    if failed is not None:
-        click.echo(f"smmpi: rank {failed} failed: {log.scan.reason(failed)}", err=True)
+    for text in jobs.failure_summary(st, log.scan):
+        click.echo(f"smmpi: {text}", err=True)
 
 
 @click.command("fetch")

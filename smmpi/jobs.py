@@ -453,6 +453,21 @@ def _tagged(host: str, t: Tagged) -> LogLine:
     return LogLine(host, t.rank, t.stream, t.text)
 
 
+def failure_summary(st: JobStatus, scan: FailureScan) -> list[str]:
+    """Why a job failed, in at most two lines: the rank to blame, then SageMaker's reason.
+
+    The per-rank view hides untagged lines (mpirun's abort notice, the
+    toolkit's error), so what they said is summarised here.
+    """
+    out: list[str] = []
+    rank = scan.failed_rank()
+    if rank is not None:
+        out.append(f"rank {rank} failed: {scan.reason(rank)}")
+    if st.status == "Failed" and st.failure_reason:
+        out.append(f"{st.name} Failed: {st.failure_reason.strip().splitlines()[0]}")
+    return out
+
+
 def rank_host(rank: int, processes_per_host: int | None) -> str | None:
     """The host a rank ran on: the container maps ranks by slot (``-map-by slot``)."""
     if not processes_per_host:
@@ -487,13 +502,14 @@ def follow(
     host: str | None = None,
     interval: float = 5.0,
     sleep: Callable[[float], None] = time.sleep,
+    log: JobLog | None = None,
 ) -> JobStatus:
     """Poll the job's streams and emit new lines until the job ends; returns its last status.
 
     The last poll happens after SageMaker reports the end, so lines written in
-    the final seconds are not lost.
+    the final seconds are not lost. Pass ``log`` to read its ``scan`` afterwards.
     """
-    log = JobLog(logs, name, host)
+    log = log or JobLog(logs, name, host)
     while True:
         state = job_status(sm, name)
         emit(log.poll(final=state.done))

@@ -8,6 +8,7 @@ these tests do not depend on the submit command.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import tarfile
@@ -22,6 +23,7 @@ from botocore.stub import Stubber
 
 from smmpi import jobs
 from smmpi.errors import BadInput, SmmpiError
+from smmpi.logs import FailureScan
 from tests.conftest import MotoServer, smmpi
 
 SECRET = "testing-secret-do-not-print"
@@ -589,3 +591,35 @@ def test_status_of_a_running_job_shows_its_phase_and_progress() -> None:
     assert rows["progress"] == "Downloading input data"
     assert not st.done
     assert rows["created"] == "2026-01-01T00:00:00+00:00"
+
+
+def test_failure_summary_names_the_rank_and_sagemakers_reason() -> None:
+    scan = FailureScan()
+    for line in [
+        "[1,2]<stderr>:Traceback (most recent call last):",
+        "[1,2]<stderr>:ValueError: bad shard",
+        "MPI_ABORT was invoked on rank 2 in communicator MPI_COMM_WORLD",
+    ]:
+        scan.feed(line)
+    failed = jobs.JobStatus(
+        name=JOB,
+        status="Failed",
+        secondary="Failed",
+        instance_type="ml.c5.xlarge",
+        instance_count=2,
+        processes_per_host=2,
+        created=None,
+        started=None,
+        ended=None,
+        billable_seconds=None,
+        output_path=None,
+        model_artifacts=None,
+        transitions=(),
+        failure_reason="AlgorithmError: ExecuteUserScriptError:\nExitCode 1",
+    )
+    assert jobs.failure_summary(failed, scan) == [
+        "rank 2 failed: ValueError: bad shard",
+        f"{JOB} Failed: AlgorithmError: ExecuteUserScriptError:",
+    ]
+    completed = dataclasses.replace(failed, status="Completed", failure_reason=None)
+    assert jobs.failure_summary(completed, FailureScan()) == []
