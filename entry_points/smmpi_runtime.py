@@ -175,55 +175,89 @@ def report(comm: Any, lines: Sequence[str] | str, title: str | None = None) -> l
 
 
 def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("", 0))
+    """A port that is free on this host right now (another process may take it later)."""
+    with _reserve_port() as sock:
         port: int = sock.getsockname()[1]
         return port
 
 
-def _address(rt: Runtime) -> str:
-    """An address other ranks can reach this rank at."""
-    if os.environ.get("SMMPI_LOCAL") == "1":  # every emulated host is this machine
+def _reserve_port() -> socket.socket:
+    """A socket bound to a free port; hold it while ranks agree, so co-located ranks differ."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("", 0))
+    return sock
+
+
+def _address(rt: Runtime, single_host: bool = False) -> str:
+    """An address other ranks can reach this rank at.
+
+    ``single_host``: every rank runs on this machine (plain ``mpirun`` here),
+    where loopback always works and the hostname may not resolve.
+    """
+    if os.environ.get("SMMPI_LOCAL") == "1" or single_host:  # every emulated host is this machine
         return "127.0.0.1"
     return rt.host if rt.on_sagemaker else socket.gethostname()
+
+
+def _on_one_host(comm: Any) -> bool:
+    """True when every rank of ``comm`` runs on this machine (same hostname everywhere)."""
+    return len(set(comm.allgather(socket.gethostname()))) == 1
+
+
+def _world(comm: Any) -> Any:
+    if comm is None:
+        from mpi4py import MPI
+
+        return MPI.COMM_WORLD
+    return comm
 
 
 def tf_config(comm: Any = None) -> dict[str, Any]:
     """Build TensorFlow's ``TF_CONFIG`` from the MPI world, one worker per rank.
 
-    Every rank picks a free port on its own host; the (host, port) pairs are
-    gathered to all ranks, so nothing is hard-coded and no two workers collide.
-    The caller sets ``os.environ["TF_CONFIG"] = json.dumps(tf_config(comm))``.
+    Every rank reserves a free port on its own host and keeps it bound until
+    all (host, port) pairs are gathered, so nothing is hard-coded and no two
+    workers on one host collide (seed 000 hard-coded its ports). The caller
+    sets ``os.environ["TF_CONFIG"] = json.dumps(tf_config(comm))`` before
+    creating the strategy, which binds the port again.
     """
-    if comm is None:
-        from mpi4py import MPI
-
-        comm = MPI.COMM_WORLD
+    comm = _world(comm)
     rt = runtime(comm)
-    endpoint = f"{_address(rt)}:{_free_port()}"
-    workers = comm.allgather(endpoint)
+    address = _address(rt, single_host=_on_one_host(comm))
+    with _reserve_port() as sock:
+        workers = comm.allgather(f"{address}:{sock.getsockname()[1]}")
     return {"cluster": {"worker": workers}, "task": {"type": "worker", "index": rt.rank}}
 
 
-def torch_init(comm: Any = None, backend: str = "gloo") -> Any:
+def torch_init(comm: Any = None, backend: str = "gloo", timeout_s: float = 300.0) -> Any:
     """Initialise ``torch.distributed`` from the MPI world and return the process group.
 
     Rank 0 chooses the master address and a free port and broadcasts them; rank
     and world size come from MPI, so no launcher-specific variables are needed.
     """
-    if comm is None:
-        from mpi4py import MPI
+    comm = _world(comm)
+    import datetime
 
-        comm = MPI.COMM_WORLD
     import torch.distributed as dist
 
     rt = runtime(comm)
-    master = (_address(rt), _free_port()) if rt.rank == 0 else None
+    address = _address(rt, single_host=_on_one_host(comm))
+    if rt.rank == 0:
+        with _reserve_port() as sock:
+            master: tuple[str, int] | None = (address, int(sock.getsockname()[1]))
+    else:
+        master = None
     addr, port = comm.bcast(master, root=0)
     os.environ["MASTER_ADDR"] = addr
     os.environ["MASTER_PORT"] = str(port)
     os.environ["RANK"] = str(rt.rank)
     os.environ["WORLD_SIZE"] = str(rt.size)
     os.environ["LOCAL_RANK"] = str(rt.local_rank)
-    dist.init_process_group(backend=backend, rank=rt.rank, world_size=rt.size)
+    dist.init_process_group(
+        backend=backend,
+        init_method=f"tcp://{addr}:{port}",
+        rank=rt.rank,
+        world_size=rt.size,
+        timeout=datetime.timedelta(seconds=timeout_s),
+    )
     return dist.group.WORLD

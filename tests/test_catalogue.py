@@ -287,3 +287,38 @@ def test_bench_bad_sizes(tmp_path: Path) -> None:
     run = mpirun("bench", 2, tmp_path, "--sizes", "8,lots")
     assert run.returncode != 0
     assert "bench.py: bad --sizes/--budget" in run.stderr
+
+
+# ------------------------------------------------------ framework rendezvous
+
+
+def accuracies(out: str) -> dict[int, float]:
+    return {
+        int(m.group(1)): float(m.group(2))
+        for m in re.finditer(r"  rank (\d+) \([^)]*\): .*test accuracy ([\d.]+)", out)
+    }
+
+
+def test_torch_ddp_two_ranks(tmp_path: Path) -> None:
+    out = ok(mpirun("torch_ddp", 2, tmp_path, "--epochs", "4", timeout=180))
+    acc = accuracies(out)
+    assert sorted(acc) == [0, 1]
+    assert all(0.85 <= a <= 1.0 for a in acc.values()), acc
+    assert len(set(acc.values())) == 1  # DDP keeps the replicas identical
+    assert "torch_ddp: every rank has the same weights" in out
+    assert (tmp_path / "model" / "model.pt").stat().st_size > 0
+    metrics = json.loads((tmp_path / "output" / "data" / "metrics.json").read_text())
+    assert metrics["world_size"] == 2
+    assert metrics["test_accuracy"] == pytest.approx(acc[0], abs=1e-4)
+
+
+def test_torch_ddp_on_emulated_hosts(tmp_path: Path) -> None:
+    """Under `smmpi run` (SMMPI_LOCAL=1) the two ranks are two emulated instances."""
+    env = base_env(tmp_path)
+    cmd = [str(BIN / "smmpi"), "run", "torch_ddp", "--instances", "2", "--ppn", "1"]
+    cmd += ["--timeout", "170", "--", "--epochs", "3"]
+    run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=200)
+    assert run.returncode == 0, run.stdout + run.stderr
+    acc = accuracies(run.stdout)
+    assert sorted(acc) == [0, 1] and all(0.85 <= a <= 1.0 for a in acc.values()), run.stdout
+    assert "rank 1 (algo-2)" in run.stdout
