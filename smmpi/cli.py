@@ -130,7 +130,11 @@ def entry_points_cmd() -> None:
     default=None,
     help="Folder to lay out as the code dir with a user script.",
 )
-@click.option("--keep", is_flag=True, help="Keep the emulated hosts' /opt/ml trees.")
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the emulated hosts' /opt/ml trees (local jobs from --from-job always keep them).",
+)
 @click.option(
     "--from-job",
     "from_job",
@@ -178,7 +182,7 @@ def run_cmd(
         request = request_from_description(description)
         source = fetch_source(request, s3)
         job = run_request(
-            request, source, timeout=timeout, log_dir=log_dir, keep=keep, region=region
+            request, source, timeout=timeout, log_dir=log_dir, keep=True, region=region
         )
         sys.exit(job.exit_code)
     from smmpi.local.launcher import LocalRun
