@@ -322,3 +322,29 @@ def test_torch_ddp_on_emulated_hosts(tmp_path: Path) -> None:
     acc = accuracies(run.stdout)
     assert sorted(acc) == [0, 1] and all(0.85 <= a <= 1.0 for a in acc.values()), run.stdout
     assert "rank 1 (algo-2)" in run.stdout
+
+
+def test_tf_multiworker_two_ranks(tmp_path: Path) -> None:
+    out = ok(mpirun("tf_multiworker", 2, tmp_path, "--epochs", "4", timeout=240))
+    acc = accuracies(out)
+    assert sorted(acc) == [0, 1]
+    assert all(0.85 <= a <= 1.0 for a in acc.values()), acc
+    assert len(set(acc.values())) == 1  # the strategy keeps the workers identical
+    assert "tf_multiworker: every worker has the same weights" in out
+    metrics = json.loads((tmp_path / "output" / "data" / "metrics.json").read_text())
+    workers = metrics["cluster"]["worker"]
+    # One worker per rank, each on its own agreed port: nothing hard-coded.
+    assert len(workers) == 2 and len(set(workers)) == 2
+    assert all(re.fullmatch(r"[\w.-]+:\d+", w) for w in workers)
+    assert (tmp_path / "model" / "model.npz").is_file()
+
+
+def test_torch_and_tf_reach_the_same_band(tmp_path: Path) -> None:
+    """Same data, same split: the two frameworks agree to within a few points."""
+    (tmp_path / "t").mkdir()
+    (tmp_path / "f").mkdir()
+    torch_out = ok(mpirun("torch_ddp", 2, tmp_path / "t", "--epochs", "4", timeout=180))
+    tf_out = ok(mpirun("tf_multiworker", 2, tmp_path / "f", "--epochs", "4", timeout=240))
+    accs = list(accuracies(torch_out).values()) + list(accuracies(tf_out).values())
+    assert len(accs) == 4
+    assert max(accs) - min(accs) <= 0.08, accs
