@@ -35,6 +35,8 @@ row = {
     "channel_files": sorted(os.listdir(os.environ["SM_CHANNEL_TRAIN"]))
         if os.environ.get("SM_CHANNEL_TRAIN") else None,
     "training_env_host": json.loads(os.environ["SM_TRAINING_ENV"])["current_host"],
+    "mpi_option_env": os.environ.get("SMMPI_TEST_FLAG"),
+    "job_env": os.environ.get("MY_JOB_SETTING"),
 }
 with open(os.path.join(os.environ["SM_MODEL_DIR"], f"rank-{rt.rank}.json"), "w") as f:
     json.dump(row, f)
@@ -96,7 +98,16 @@ def test_local_env_matches_resourceconfig(local_env: dict[str, str], tmp_path: P
 
     script = tmp_path / "env_check.py"
     script.write_text(ENV_CHECK)
-    job = submit_local(MPIJob(entry=str(script), instances=3, ppn=2, instance_type="ml.c5.2xlarge"))
+    job = submit_local(
+        MPIJob(
+            entry=str(script),
+            instances=3,
+            ppn=2,
+            instance_type="ml.c5.2xlarge",
+            env={"MY_JOB_SETTING": "on"},
+            mpi_options="-x SMMPI_TEST_FLAG=from-mpi-options",
+        )
+    )
     assert job.status == "Completed", job.record.get("FailureReason")
     rows = _rows(job.model_artifact)
     assert [r["rank"] for r in rows] == list(range(6))
@@ -108,6 +119,8 @@ def test_local_env_matches_resourceconfig(local_env: dict[str, str], tmp_path: P
         assert row["resource"]["current_instance_type"] == "ml.c5.2xlarge"
         assert row["training_env_host"] == expected_host
         assert row["sm_num_cpus"] == 8  # what ml.c5.2xlarge reports, not this machine
+        assert row["mpi_option_env"] == "from-mpi-options"  # custom options reach mpirun
+        assert row["job_env"] == "on"  # the job's Environment reaches every rank
         assert json.loads(row["hps"]["sagemaker_mpi_num_of_processes_per_host"]) == 2
         # /opt/ml in hyperparameters points into this host's own tree
         model_dir = row["argv"][row["argv"].index("--model_dir") + 1]

@@ -34,7 +34,9 @@ from typing import IO, TYPE_CHECKING
 
 from smmpi.local.layout import HostDirs, JobShape, host_dirs, host_of_rank, sm_env, write_config
 from smmpi.local.mpi import Launcher, check_mpi4py, find_launcher
+from smmpi.local.translate import local_flags
 from smmpi.logs import FailureScan, parse_line
+from smmpi.plan import parse_custom_mpi_options
 
 if TYPE_CHECKING:
     from smmpi.catalog import Program
@@ -92,6 +94,9 @@ def mpirun_argv(
 ) -> list[str]:
     """The local mpirun command: one app context per emulated host."""
     argv = [launcher.mpirun, *launcher.base_flags()]
+    if launcher.implementation == "openmpi":
+        _, custom = parse_custom_mpi_options(shape.custom_mpi_options)
+        argv += local_flags(custom)
     stack_dir = run_dir / ".smmpi" / "stacks"
     site_dir = run_dir / ".smmpi" / "site"
     for index, host in enumerate(shape.hosts):

@@ -265,6 +265,18 @@ def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
         "channels": sorted(channel_dirs),
         "current_host": host,
         "current_instance_type": shape.instance_type,
+        "current_instance_group": "homogeneousCluster",
+        "current_instance_group_hosts": hosts,
+        "instance_groups": ["homogeneousCluster"],
+        "instance_groups_dict": {
+            "homogeneousCluster": {
+                "instance_group_name": "homogeneousCluster",
+                "instance_type": shape.instance_type,
+                "hosts": hosts,
+            }
+        },
+        "distribution_instance_groups": ["homogeneousCluster"],
+        "is_hetero": False,
         "module_name": shape.module_name,
         "log_level": 20,
         "framework_module": shape.framework_module,
@@ -273,6 +285,7 @@ def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
         "output_dir": str(dirs.output),
         "num_cpus": num_cpus,
         "num_gpus": 0,
+        "num_neurons": 0,
         "model_dir": str(dirs.model),
         "module_dir": shape.module_dir or str(dirs.code),
         "training_env": training_env,
