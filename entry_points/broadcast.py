@@ -1,4 +1,4 @@
-"""Broadcast: rank 0 sends ``arange(10)`` as C ints to every rank with ``Bcast`` (seed 004)."""
+"""Broadcast: rank 0 sends arange(10) as C ints to every rank with Bcast (seed 004)."""
 
 from __future__ import annotations
 
