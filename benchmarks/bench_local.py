@@ -1,4 +1,4 @@
-"""Local-run overhead: `smmpi run demo -N 3 -n 2` against a bare `mpirun -np 6 python -m mpi4py demo.py`.
+"""Local-run overhead: `smmpi run demo -N 3 -n 2` against bare `mpirun -np 6 ... demo.py`.
 
 Runs alternate (bare, smmpi, bare, smmpi, ...) so that machine noise hits both
 alike; the figure is the ratio of the medians. Also times `smmpi --help`, which
@@ -21,15 +21,19 @@ BIN = Path(sys.executable).parent
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
+    env.update(
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+    )
     return env
 
 
 def _time(argv: list[str], cwd: Path | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env=_env(), cwd=cwd)
+    subprocess.run(
+        argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), cwd=cwd
+    )
     return time.perf_counter() - start
 
 
@@ -40,8 +44,16 @@ def main() -> int:
     from smmpi.catalog import entry_points_dir
 
     demo_dir = entry_points_dir()
-    bare_argv = [str(BIN / "mpirun"), "--oversubscribe", "-np", "6", sys.executable, "-m",
-                 "mpi4py", "demo.py"]
+    bare_argv = [
+        str(BIN / "mpirun"),
+        "--oversubscribe",
+        "-np",
+        "6",
+        sys.executable,
+        "-m",
+        "mpi4py",
+        "demo.py",
+    ]
     smmpi_argv = [str(BIN / "smmpi"), "run", "demo", "--instances", "3", "--ppn", "2"]
     help_argv = [str(BIN / "smmpi"), "--help"]
     _time(bare_argv, demo_dir)  # warm the page cache for both
@@ -56,7 +68,9 @@ def main() -> int:
         "bare_mpirun_median_s": round(statistics.median(bare), 3),
         "smmpi_run_median_s": round(statistics.median(wrapped), 3),
         "ratio_of_medians": round(statistics.median(wrapped) / statistics.median(bare), 3),
-        "paired_ratio_median": round(statistics.median(w / b for w, b in zip(wrapped, bare)), 3),
+        "paired_ratio_median": round(
+            statistics.median(w / b for w, b in zip(wrapped, bare, strict=True)), 3
+        ),
         "smmpi_help_median_s": round(statistics.median(helps), 3),
         "targets": {"ratio": 1.2, "help_s": 0.3},
     }

@@ -205,7 +205,7 @@ def test_hosts_ranks_and_sagemaker_env(run_env: dict[str, str], tmp_path: Path) 
             "           sm_current_host=os.environ['SM_CURRENT_HOST'],\n"
             "           sm_hosts=json.loads(os.environ['SM_HOSTS']), cwd=os.getcwd(),\n"
             "           model_dir=os.environ['SM_MODEL_DIR'],\n"
-        "           out=os.environ['SM_OUTPUT_DATA_DIR'],\n"
+            "           out=os.environ['SM_OUTPUT_DATA_DIR'],\n"
             "           num_cpus=os.environ['SM_NUM_CPUS'],\n"
             "           user_args=json.loads(os.environ['SM_USER_ARGS']),\n"
             "           training_env=json.loads(os.environ['SM_TRAINING_ENV']),\n"
