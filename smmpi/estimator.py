@@ -78,7 +78,7 @@ def import_sdk() -> Any:
     # metadata service (169.254.169.254). Nothing is called with that session,
     # so the lookup is switched off for the import only.
     try:
-        with no_metadata_lookups():
+        with no_metadata_lookups(), _sessions_share_loader():
             import sagemaker
             import sagemaker.utils
             from sagemaker.telemetry import telemetry_logging
@@ -127,6 +127,31 @@ def no_metadata_lookups() -> Iterator[None]:
             os.environ.pop("AWS_EC2_METADATA_DISABLED", None)
         else:
             os.environ["AWS_EC2_METADATA_DISABLED"] = saved
+
+
+@contextlib.contextmanager
+def _sessions_share_loader() -> Iterator[None]:
+    """Botocore sessions created meanwhile use smmpi's data loader.
+
+    Importing the SDK builds a JumpStart session and a SageMaker client on it,
+    which would parse the SageMaker API model a second time (~0.15 s of every
+    dry run). Sessions made with a custom AWS_DATA_PATH keep their own loader.
+    """
+    import botocore.session
+
+    from smmpi.spec import shared_loader
+
+    original = botocore.session.create_loader
+
+    def create(search_paths_str: Any = None) -> Any:
+        return original(search_paths_str) if search_paths_str else shared_loader()
+
+    botocore_session_module: Any = botocore.session
+    botocore_session_module.create_loader = create
+    try:
+        yield
+    finally:
+        botocore_session_module.create_loader = original
 
 
 def _quiet_sdk_loggers() -> None:
@@ -395,10 +420,24 @@ def build(
     )
 
 
+def _share_default_session_loader() -> None:
+    """Let boto3's default session reuse smmpi's data loader.
+
+    Every SDK estimator builds a throwaway SageMaker client on boto3's default
+    session (its TensorBoard helper); sharing the loader saves parsing the
+    SageMaker API model again. A default session the program set up is left alone.
+    """
+    import boto3
+
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session(botocore_session=_botocore_session())
+
+
 def _estimator(job: MPIJob, session: Any, settings: Settings, code_uri: str) -> Any:
     import importlib
 
     import_sdk()
+    _share_default_session_loader()
     module, name = (
         ("sagemaker.pytorch", "PyTorch")
         if job.framework == "pytorch"
