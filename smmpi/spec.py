@@ -342,13 +342,13 @@ class MPIJob:
             )
         _s3_uri("output_path", self.output_path)
         _s3_uri("checkpoint_s3_uri", self.checkpoint_s3_uri)
-        self._check_spot()
         if self.keep_alive is not None and (
             isinstance(self.keep_alive, bool)
             or not isinstance(self.keep_alive, int)
             or not 0 <= self.keep_alive <= KEEP_ALIVE_LIMIT
         ):
             raise BadInput("keep_alive", self.keep_alive, f"seconds from 0 to {KEEP_ALIVE_LIMIT}")
+        self._check_spot()
         self._check_network()
         for name in ("use_spot", "encrypt_inter_container_traffic", "network_isolation"):
             if not isinstance(getattr(self, name), bool):
@@ -426,6 +426,12 @@ class MPIJob:
             if not self.use_spot:
                 raise BadInput("max_wait", self.max_wait, "only with use_spot=True")
         if self.use_spot:
+            if self.keep_alive:
+                raise BadInput(
+                    "keep_alive",
+                    self.keep_alive,
+                    "0 or None with use_spot=True (warm pools do not support spot training)",
+                )
             if self.max_wait is None:
                 object.__setattr__(self, "max_wait", self.max_run)
             elif self.max_wait < self.max_run:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from smmpi import plan as planlib
+from smmpi.errors import BadInput
 from smmpi.spec import MPIJob
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -235,3 +236,45 @@ def test_telemetry_opt_out_config_is_valid_for_the_sdk() -> None:
     import_sdk()
     validate_sagemaker_config(TELEMETRY_OPT_OUT_CONFIG)
     assert TELEMETRY_OPT_OUT_CONFIG["SageMaker"]["PythonSDK"]["Modules"]["TelemetryOptOut"]
+
+
+def test_every_optional_field_reaches_the_request() -> None:
+    job = MPIJob(
+        "demo",
+        instances=2,
+        ppn=2,
+        region="us-west-2",
+        role=ROLE,
+        bucket="bkt",
+        use_spot=True,
+        max_run=1800,
+        checkpoint_s3_uri="s3://bkt/ckpt",
+        encrypt_inter_container_traffic=True,
+        network_isolation=True,
+        subnets=["subnet-0abc"],
+        security_groups=["sg-0abc"],
+        volume_size=50,
+        tags={"team": "hpc"},
+        output_path="s3://bkt/out",
+        base_job_name="mpi-test",
+    )
+    result = job.plan()
+    req = result.request
+    assert result.job_name.startswith("mpi-test-")
+    assert req["StoppingCondition"] == {"MaxRuntimeInSeconds": 1800, "MaxWaitTimeInSeconds": 1800}
+    assert req["ResourceConfig"]["VolumeSizeInGB"] == 50
+    assert req["EnableManagedSpotTraining"] is True
+    assert req["CheckpointConfig"] == {"S3Uri": "s3://bkt/ckpt"}
+    assert req["EnableNetworkIsolation"] is True
+    assert req["EnableInterContainerTrafficEncryption"] is True
+    assert req["VpcConfig"] == {"Subnets": ["subnet-0abc"], "SecurityGroupIds": ["sg-0abc"]}
+    assert req["OutputDataConfig"]["S3OutputPath"] == "s3://bkt/out"
+    assert {"Key": "team", "Value": "hpc"} in req["Tags"]
+    # Under network isolation the code arrives as a "code" channel, and the toolkit
+    # forwards that channel's variable too.
+    assert [c["ChannelName"] for c in req["InputDataConfig"]] == ["code"]
+    assert "SM_CHANNEL_CODE" in result.mpirun
+    warm = MPIJob("demo", region="us-west-2", keep_alive=600).plan().request
+    assert warm["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 600
+    with pytest.raises(BadInput, match="keep_alive"):
+        MPIJob("demo", use_spot=True, keep_alive=600)

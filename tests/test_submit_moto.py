@@ -445,3 +445,20 @@ def test_follow_streams_the_log_until_the_end() -> None:
     assert sub.exit_code == 0
     assert log.polls == [False, False, True]
     assert printed == ["[0] step 1", "[0] step 2", "[0] done"]
+
+
+def test_settings_precedence_flag_env_file(moto_server: MotoServer, aws: dict[str, str]) -> None:
+    """Role, bucket, region: flag over SMMPI_* over the config file (smmpi.config)."""
+    Path(aws["SMMPI_CONFIG"]).write_text(
+        json.dumps({"role": ROLE, "bucket": "from-file", "region": "us-west-2"})
+    )
+    base = ["submit", "demo", "--instances", "2", "--ppn", "1", "--no-wait", "--json"]
+    from_file = json.loads(run(base, aws).stdout)
+    assert from_file["code_uri"].startswith("s3://from-file/")
+    assert from_file["request"]["RoleArn"] == ROLE
+    env = {**aws, "SMMPI_BUCKET": "from-env"}
+    assert json.loads(run(base, env).stdout)["code_uri"].startswith("s3://from-env/")
+    flagged = json.loads(run([*base, "--bucket", "from-flag"], env).stdout)
+    assert flagged["code_uri"].startswith("s3://from-flag/")
+    assert sorted(s3_state(moto_server)) == ["from-env", "from-file", "from-flag"]
+    assert len(jobs(moto_server)) == 3
