@@ -462,3 +462,48 @@ def test_settings_precedence_flag_env_file(moto_server: MotoServer, aws: dict[st
     assert flagged["code_uri"].startswith("s3://from-flag/")
     assert sorted(s3_state(moto_server)) == ["from-env", "from-file", "from-flag"]
     assert len(jobs(moto_server)) == 3
+
+
+def test_user_script_with_source_dir(
+    moto_server: MotoServer, aws: dict[str, str], tmp_path: Path
+) -> None:
+    src = tmp_path / "proj"
+    for rel in (
+        "train.py",
+        "lib/util.py",
+        ".git/HEAD",
+        "__pycache__/train.cpython-311.pyc",
+        ".venv/pyvenv.cfg",
+    ):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text("x = 1\n")
+    result = run(
+        [
+            "submit",
+            str(src / "train.py"),
+            "--source-dir",
+            str(src),
+            "--instances",
+            "2",
+            "--ppn",
+            "2",
+            "--role",
+            ROLE,
+            "--bucket",
+            "user-code",
+            "--no-wait",
+            "--json",
+        ],
+        aws,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["job_name"].startswith("smmpi-train-")
+    key = out["code_uri"].removeprefix("s3://user-code/")
+    assert tar_members(moto_server, "user-code", key) == [
+        "lib/util.py",
+        "smmpi_runtime.py",
+        "train.py",
+    ]
+    hp = out["request"]["HyperParameters"]
+    assert hp["sagemaker_program"] == '"train.py"'
