@@ -132,6 +132,9 @@ def test_notebook_runs_clean_against_moto(
     assert demo[0]["TrainingJobStatus"] == "Completed"
     assert demo[0]["ResourceConfig"]["InstanceCount"] == 3
     assert "status: Completed" in cell_text(cell_with(nb, "local = submit_local(job)"))
+    tree = cell_text(cell_with(nb, "host = Path(local.record"))
+    assert "opt/ml/code/demo.py\n" in tree
+    assert "'current_host': 'algo-2', 'hosts': ['algo-1', 'algo-2', 'algo-3']" in tree
 
     # 5. the job was created at moto with the same shape, and ended Completed
     sm = moto_server.boto3_client("sagemaker")
