@@ -1,6 +1,6 @@
 """Data-parallel NumPy training on scikit-learn's digits: sharded data, Allreduce-summed gradients.
 
-A softmax regression (``--hidden 0``) or a one-hidden-layer tanh MLP, trained by
+A softmax regression (``--hidden 0``) or a tanh MLP (``--hidden 32`` or ``512,512``), trained by
 full-batch gradient descent. Each rank holds one contiguous shard of the
 training set and computes the gradient *summed* over its shard; one Allreduce
 per step adds the shards' sums and every rank divides by the global number of
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import json
 import os
 import sys
@@ -59,16 +60,16 @@ def load_digits_split(seed: int, test_fraction: float = 0.2) -> tuple[np.ndarray
     return x[train], y[train], x[test], y[test]
 
 
-def init_params(seed: int, n_in: int, hidden: int, n_out: int) -> Params:
+def init_params(seed: int, n_in: int, hidden: list[int], n_out: int) -> Params:
+    """Layer k's weights are ``W{k}``/``b{k}``; no hidden layer is softmax regression."""
     rng = np.random.default_rng(seed + 1)
-    if hidden == 0:
-        return {"W": np.zeros((n_in, n_out)), "b": np.zeros(n_out)}
-    return {
-        "W1": rng.normal(0.0, 1.0 / np.sqrt(n_in), (n_in, hidden)),
-        "b1": np.zeros(hidden),
-        "W2": rng.normal(0.0, 1.0 / np.sqrt(hidden), (hidden, n_out)),
-        "b2": np.zeros(n_out),
-    }
+    widths = [n_in, *hidden, n_out]
+    params: Params = {}
+    for k, (fan_in, fan_out) in enumerate(itertools.pairwise(widths), start=1):
+        scale = 1.0 / np.sqrt(fan_in) if hidden else 0.0
+        params[f"W{k}"] = rng.normal(0.0, 1.0, (fan_in, fan_out)) * scale
+        params[f"b{k}"] = np.zeros(fan_out)
+    return params
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:
@@ -78,25 +79,34 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     return out
 
 
-def forward(params: Params, x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    if "W" in params:
-        return _softmax(x @ params["W"] + params["b"]), None
-    h = np.tanh(x @ params["W1"] + params["b1"])
-    return _softmax(h @ params["W2"] + params["b2"]), h
+def _layers(params: Params) -> int:
+    return len(params) // 2
+
+
+def forward(params: Params, x: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Class probabilities, and every layer's input (for the backward pass)."""
+    inputs = [x]
+    n = _layers(params)
+    for k in range(1, n):
+        inputs.append(np.tanh(inputs[-1] @ params[f"W{k}"] + params[f"b{k}"]))
+    return _softmax(inputs[-1] @ params[f"W{n}"] + params[f"b{n}"]), inputs
 
 
 def summed_gradients(params: Params, x: np.ndarray, y: np.ndarray) -> tuple[Params, float, int]:
     """Gradients of the cross-entropy *summed* (not averaged) over these examples."""
-    probs, h = forward(params, x)
+    probs, inputs = forward(params, x)
     rows = np.arange(len(y))
     loss = float(-np.log(np.maximum(probs[rows, y], 1e-300)).sum())
     correct = int((probs.argmax(axis=1) == y).sum())
     delta = probs.copy()
     delta[rows, y] -= 1.0
-    if h is None:
-        return {"W": x.T @ delta, "b": delta.sum(axis=0)}, loss, correct
-    dh = (delta @ params["W2"].T) * (1.0 - h * h)
-    grads = {"W1": x.T @ dh, "b1": dh.sum(axis=0), "W2": h.T @ delta, "b2": delta.sum(axis=0)}
+    grads: Params = {}
+    for k in range(_layers(params), 0, -1):
+        a = inputs[k - 1]
+        grads[f"W{k}"] = a.T @ delta
+        grads[f"b{k}"] = delta.sum(axis=0)
+        if k > 1:  # through tanh: d tanh = 1 - tanh^2
+            delta = (delta @ params[f"W{k}"].T) * (1.0 - a * a)
     return grads, loss, correct
 
 
@@ -142,7 +152,7 @@ def train(comm: Any, args: argparse.Namespace) -> tuple[Params, dict[str, Any]]:
     seconds = time.perf_counter() - t0
     metrics = {
         "world_size": size,
-        "model": "softmax" if args.hidden == 0 else f"mlp-{args.hidden}",
+        "model": "mlp-" + "-".join(map(str, args.hidden)) if args.hidden else "softmax",
         "epochs": args.epochs,
         "examples": n_global,
         "initial_loss": losses[0] if losses else None,
@@ -174,11 +184,21 @@ def verify(comm: Any, params: Params, metrics: dict[str, Any], min_accuracy: flo
         )
 
 
+def _widths(text: str) -> list[int]:
+    widths = [int(w) for w in text.split(",") if w.strip()]
+    if any(w < 0 for w in widths) or (len(widths) > 1 and 0 in widths):
+        raise argparse.ArgumentTypeError(f"widths must be positive, or just 0: {text!r}")
+    return [w for w in widths if w > 0]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--epochs", type=int, default=100, help="full-batch gradient steps")
     parser.add_argument(
-        "--hidden", type=int, default=32, help="hidden units (0: softmax regression)"
+        "--hidden",
+        type=_widths,
+        default=[32],
+        help="hidden layer widths, comma-separated (0: softmax regression)",
     )
     parser.add_argument("--lr", type=float, default=0.5, help="learning rate")
     parser.add_argument("--l2", type=float, default=1e-4, help="L2 weight decay")
@@ -199,9 +219,12 @@ def main() -> int:
     comm = MPI.COMM_WORLD
     require_world_size(comm, minimum=1)
     rt = runtime(comm)
-    if args.epochs < 0 or args.hidden < 0 or args.repeat < 1:
+    if args.epochs < 0 or args.repeat < 1:
         if rt.rank == 0:
-            print("train.py: needs --epochs >= 0, --hidden >= 0, --repeat >= 1", file=sys.stderr)
+            print(
+                "train.py: needs --epochs >= 0 and --repeat >= 1",
+                file=sys.stderr,
+            )
         return 2
     params, metrics = train(comm, args)
     verify(comm, params, metrics, args.min_accuracy if args.epochs > 0 else 0.0)

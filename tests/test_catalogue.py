@@ -213,7 +213,7 @@ def test_train_equals_single_process(tmp_path: Path, hidden: str, ranks: int) ->
     args = ("--hidden", hidden, "--epochs", "60", "--seed", "3", "--min-accuracy", "0.8")
     single, single_metrics, _ = _train(tmp_path / "single", 1, *args)
     multi, metrics, out = _train(tmp_path / "multi", ranks, *args)
-    assert single.keys() == multi.keys() and len(single) in (2, 4)
+    assert single.keys() == multi.keys() and len(single) in (2, 4)  # softmax: W1, b1; MLP: also W2, b2
     diff = max(float(np.abs(single[k] - multi[k]).max()) for k in single)
     assert diff <= 1e-10
     assert metrics["world_size"] == ranks and single_metrics["world_size"] == 1
