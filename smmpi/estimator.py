@@ -78,8 +78,11 @@ def import_sdk() -> Any:
     # metadata service (169.254.169.254). Nothing is called with that session,
     # so the lookup is switched off for the import only.
     try:
-        with no_metadata_lookups(), _sessions_share_loader():
+        with no_metadata_lookups(), _sessions_share_loader(), _keep_root_logging():
             import sagemaker
+            import sagemaker.experiments  # imported by fit(); configures logging on import
+            import sagemaker.pytorch
+            import sagemaker.tensorflow
             import sagemaker.utils
             from sagemaker.telemetry import telemetry_logging
     except ImportError as err:  # pragma: no cover - depends on the install
@@ -107,6 +110,23 @@ def import_sdk() -> Any:
     sdk_session_module.validate_sagemaker_config = _validate_once
     _quiet_sdk_loggers()  # the SDK sets its config logger to INFO while importing
     return sagemaker
+
+
+@contextlib.contextmanager
+def _keep_root_logging() -> Iterator[None]:
+    """Undo the SDK's import-time ``logging.basicConfig(level=INFO)`` on the root logger.
+
+    Left in place it makes botocore print INFO lines on stderr for every client.
+    """
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+        for handler in list(root.handlers):
+            if handler not in handlers:
+                root.removeHandler(handler)
 
 
 @contextlib.contextmanager

@@ -166,6 +166,7 @@ def test_submit_demo_3x2_waits_until_completed(
     name = result.stdout.strip().splitlines()[-1]
     assert name.startswith("smmpi-demo-")
     assert "Completed" in result.stderr
+    assert "INFO" not in result.stderr and "Warning" not in result.stderr  # SDK chatter is off
     assert jobs(moto_server) == [name]
     client = moto_server.boto3_client("sagemaker")
     desc = client.describe_training_job(TrainingJobName=name)
@@ -337,6 +338,7 @@ def test_dry_run_needs_no_credentials(env: dict[str, str], guard: dict[str, str]
     clean.pop("AWS_EC2_METADATA_DISABLED", None)
     result = run(["submit", "demo", "--instances", "3", "--ppn", "2", "--dry-run", "--json"], clean)
     assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # no SDK banner, config chatter or telemetry notice
     out = json.loads(result.stdout)
     assert {"request", "mpirun", "world_size"} <= set(out)
     assert out["world_size"] == 6
