@@ -180,6 +180,37 @@ def test_alltoall_unsafe_deadlocks_at_large_sizes(tmp_path: Path) -> None:
     assert processes_with(marker) == [], "ranks outlived the timeout"
 
 
+def smmpi_run(tmp_path: Path, *args: str, timeout: float = 200) -> subprocess.CompletedProcess[str]:
+    """The real `smmpi run` CLI: emulated SageMaker hosts on this machine."""
+    cmd = [str(BIN / "smmpi"), "run", *args]
+    return subprocess.run(
+        cmd, cwd=tmp_path, env=base_env(tmp_path), capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_alltoall_unsafe_ends_at_smmpi_timeout_with_stacks(tmp_path: Path) -> None:
+    run = smmpi_run(
+        tmp_path, "alltoall", "--instances", "2", "--ppn", "2", "--timeout", "6",
+        "--", "--size", "1000000", "--unsafe",
+    )  # fmt: skip
+    assert run.returncode == 124, run.stdout + run.stderr
+    # Every rank's stack shows where it hangs: the blocking Send of the naive exchange.
+    for rank, host in ((0, "algo-1"), (1, "algo-1"), (2, "algo-2"), (3, "algo-2")):
+        assert f"--- rank {rank} ({host}) ---" in run.stderr
+    assert run.stderr.count("in alltoall_unsafe") == 4, run.stderr
+
+
+def test_alltoall_safe_on_emulated_hosts(tmp_path: Path) -> None:
+    run = smmpi_run(
+        tmp_path, "alltoall", "--instances", "3", "--ppn", "2", "--timeout", "100",
+        "--", "--size", "1000000",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    for method in ("sendrecv", "isend"):
+        assert run.stdout.count(f": {method}: received") == 6
+    assert "rank 5 (algo-3)" in run.stdout
+
+
 # ---------------------------------------------------------------- nonblocking
 
 
@@ -213,7 +244,10 @@ def test_train_equals_single_process(tmp_path: Path, hidden: str, ranks: int) ->
     args = ("--hidden", hidden, "--epochs", "60", "--seed", "3", "--min-accuracy", "0.8")
     single, single_metrics, _ = _train(tmp_path / "single", 1, *args)
     multi, metrics, out = _train(tmp_path / "multi", ranks, *args)
-    assert single.keys() == multi.keys() and len(single) in (2, 4)  # softmax: W1, b1; MLP: also W2, b2
+    assert single.keys() == multi.keys() and len(single) in (
+        2,
+        4,
+    )  # softmax: W1, b1; MLP: also W2, b2
     diff = max(float(np.abs(single[k] - multi[k]).max()) for k in single)
     assert diff <= 1e-10
     assert metrics["world_size"] == ranks and single_metrics["world_size"] == 1
@@ -324,10 +358,10 @@ def test_torch_ddp_two_ranks(framework_runs: dict[str, tuple[str, Path]]) -> Non
 
 def test_torch_ddp_on_emulated_hosts(tmp_path: Path) -> None:
     """Under `smmpi run` (SMMPI_LOCAL=1) the two ranks are two emulated instances."""
-    env = base_env(tmp_path)
-    cmd = [str(BIN / "smmpi"), "run", "torch_ddp", "--instances", "2", "--ppn", "1"]
-    cmd += ["--timeout", "170", "--", "--epochs", "3"]
-    run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=200)
+    run = smmpi_run(
+        tmp_path, "torch_ddp", "--instances", "2", "--ppn", "1", "--timeout", "170",
+        "--", "--epochs", "3",
+    )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
     acc = accuracies(run.stdout)
     assert sorted(acc) == [0, 1] and all(0.85 <= a <= 1.0 for a in acc.values()), run.stdout
