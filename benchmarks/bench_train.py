@@ -52,6 +52,23 @@ def one_run(
     return float(metrics["seconds"]), weights
 
 
+# A fixed amount of single-threaded BLAS work, for the machine's own 1 -> 2 process ceiling.
+_KERNEL = (
+    "import time, numpy as np; a = np.random.default_rng(0).random((512, 512)); "
+    "t = time.perf_counter(); [a @ a for _ in range(150)]; print(time.perf_counter() - t)"
+)
+
+
+def ceiling() -> float:
+    """Throughput of two concurrent copies of one job over one copy alone (2.0 on idle cores)."""
+    env = dict(os.environ, **{var: "1" for var in THREAD_VARS})
+    cmd = [sys.executable, "-c", _KERNEL]
+    alone = float(subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout)
+    pair = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    together = max(float(p.communicate()[0]) for p in pair)
+    return 2 * alone / together
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=7, help="runs per world size")
@@ -63,17 +80,19 @@ def main() -> int:
     train_args += ["--epochs", str(args.epochs), "--min-accuracy", "0"]
     times: dict[int, list[float]] = {1: [], 2: []}
     max_diff = 0.0
+    ceilings: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
             weights = {}
             for ranks in (1, 2) if i % 2 == 0 else (2, 1):
                 seconds, weights[ranks] = one_run(Path(tmp) / f"{i}-{ranks}", ranks, train_args)
                 times[ranks].append(seconds)
+            ceilings.append(ceiling())
             diff = max(float(np.abs(weights[1][k] - weights[2][k]).max()) for k in weights[1])
             max_diff = max(max_diff, diff)
             print(
                 f"run {i + 1}: 1 rank {times[1][-1]:.3f} s, 2 ranks {times[2][-1]:.3f} s, "
-                f"max |w1 - w2| {diff:.2e}",
+                f"max |w1 - w2| {diff:.2e}; machine ceiling {ceilings[-1]:.2f}x",
                 flush=True,
             )
     one, two = statistics.median(times[1]), statistics.median(times[2])
@@ -84,6 +103,10 @@ def main() -> int:
         f"  1 rank {one:.3f} s, 2 ranks {two:.3f} s -> speed-up {one / two:.2f}x "
         f"(target >= 1.6x); max |w1 - w2| over all runs {max_diff:.2e} (<= 1e-10: "
         f"{'yes' if max_diff <= 1e-10 else 'NO'})"
+    )
+    print(
+        f"  machine ceiling (2 concurrent BLAS processes vs 1, same runs): median "
+        f"{statistics.median(ceilings):.2f}x, best {max(ceilings):.2f}x"
     )
     best1, best2 = min(times[1]), min(times[2])
     print(f"  best of runs: 1 rank {best1:.3f} s, 2 ranks {best2:.3f} s -> {best1 / best2:.2f}x")
