@@ -104,6 +104,7 @@ def test_notebook_runs_clean_against_moto(
     assert all(c.execution_count is not None for c in cells)
     everything = "".join(cell_text(c) for c in cells)
     assert "testing-secret-do-not-print" not in everything
+    assert "INFO:botocore" not in everything  # the SDK's import-time basicConfig, undone
 
     # 2. the demo at 2 ranks, then 3 hosts x 2
     assert "demo: all 2 ranks verified their results" in cell_text(
