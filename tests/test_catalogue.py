@@ -389,3 +389,41 @@ def test_torch_and_tf_reach_the_same_band(framework_runs: dict[str, tuple[str, P
     assert len(accs) == 4
     assert all(0.9 <= a <= 1.0 for a in accs), accs
     assert max(accs) - min(accs) <= 0.05, accs
+
+
+RENDEZVOUS_PROBE = """
+import json, os, sys
+from mpi4py import MPI
+from smmpi_runtime import tf_config
+config = tf_config(MPI.COMM_WORLD)
+everyone = MPI.COMM_WORLD.gather(config, root=0)
+if MPI.COMM_WORLD.Get_rank() == 0:
+    print(json.dumps(everyone))
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra_env", "expected_host"),
+    [
+        ({}, "127.0.0.1"),  # plain mpirun, every rank here: loopback
+        ({"SMMPI_LOCAL": "1", "SM_HOSTS": '["algo-1", "algo-2"]'}, "127.0.0.1"),
+    ],
+)
+def test_tf_config_agrees_on_distinct_ports(
+    tmp_path: Path, extra_env: dict[str, str], expected_host: str
+) -> None:
+    """tf_config at 4 ranks: one cluster spec for all, one worker per rank, no port twice."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(RENDEZVOUS_PROBE)
+    env = base_env(tmp_path)
+    env.update(extra_env, PYTHONPATH=str(EP))
+    cmd = [MPIRUN, "--oversubscribe", "-np", "4", sys.executable, "-m", "mpi4py", str(probe)]
+    run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    configs = json.loads(run.stdout.strip().splitlines()[-1])
+    workers = configs[0]["cluster"]["worker"]
+    assert all(c["cluster"]["worker"] == workers for c in configs)
+    assert [c["task"] for c in configs] == [{"type": "worker", "index": i} for i in range(4)]
+    assert len(set(workers)) == 4
+    assert {w.rsplit(":", 1)[0] for w in workers} == {expected_host}
+    assert all(0 < int(w.rsplit(":", 1)[1]) < 65536 for w in workers)
