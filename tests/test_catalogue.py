@@ -427,3 +427,20 @@ def test_tf_config_agrees_on_distinct_ports(
     assert len(set(workers)) == 4
     assert {w.rsplit(":", 1)[0] for w in workers} == {expected_host}
     assert all(0 < int(w.rsplit(":", 1)[1]) < 65536 for w in workers)
+
+
+def test_framework_entry_points_pick_their_estimator(tmp_path: Path) -> None:
+    """A SageMaker job for torch_ddp runs in a PyTorch image, tf_multiworker in a TensorFlow one."""
+    for entry, image in (
+        ("torch_ddp", "pytorch-training"),
+        ("tf_multiworker", "tensorflow-training"),
+    ):
+        cmd = [str(BIN / "smmpi"), "submit", entry, "--instances", "2", "--ppn", "1"]
+        cmd += ["--dry-run", "--json"]
+        run = subprocess.run(
+            cmd, cwd=tmp_path, env=base_env(tmp_path), capture_output=True, text=True, timeout=120
+        )
+        assert run.returncode == 0, run.stderr
+        plan = json.loads(run.stdout)
+        assert image in plan["request"]["AlgorithmSpecification"]["TrainingImage"]
+        assert plan["world_size"] == 2
