@@ -39,7 +39,12 @@ def load_digits() -> tuple[np.ndarray, np.ndarray]:
     scikit-learn costs seconds per rank, and every rank needs the data.
     """
     spec = importlib.util.find_spec("sklearn")
-    roots = list(spec.submodule_search_locations or []) if spec else []
+    if spec is None:
+        raise RuntimeError(
+            "the digits data set ships with scikit-learn, which is not installed here: "
+            "pip install scikit-learn (on SageMaker: list it in the source dir's requirements.txt)"
+        )
+    roots = list(spec.submodule_search_locations or [])
     for root in roots:
         path = os.path.join(root, "datasets", "data", "digits.csv.gz")
         if os.path.isfile(path):
