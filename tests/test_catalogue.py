@@ -356,6 +356,18 @@ def test_torch_ddp_two_ranks(framework_runs: dict[str, tuple[str, Path]]) -> Non
     assert metrics["test_accuracy"] == pytest.approx(acc[0], abs=1e-4)
 
 
+def test_tf_multiworker_on_emulated_hosts(tmp_path: Path) -> None:
+    """Under `smmpi run` each worker is its own emulated instance; TF_CONFIG uses loopback."""
+    run = smmpi_run(
+        tmp_path, "tf_multiworker", "--instances", "2", "--ppn", "1", "--timeout", "200",
+        "--", "--epochs", "6",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    acc = accuracies(run.stdout)
+    assert sorted(acc) == [0, 1] and all(0.85 <= a <= 1.0 for a in acc.values()), run.stdout
+    assert re.search(r"rank 1 \(algo-2\): worker 127\.0\.0\.1:\d+", run.stdout), run.stdout
+
+
 def test_torch_ddp_on_emulated_hosts(tmp_path: Path) -> None:
     """Under `smmpi run` (SMMPI_LOCAL=1) the two ranks are two emulated instances."""
     run = smmpi_run(
