@@ -81,8 +81,6 @@ def import_sdk() -> Any:
         with no_metadata_lookups(), _sessions_share_loader(), _keep_root_logging():
             import sagemaker
             import sagemaker.experiments  # imported by fit(); configures logging on import
-            import sagemaker.pytorch
-            import sagemaker.tensorflow
             import sagemaker.utils
             from sagemaker.telemetry import telemetry_logging
     except ImportError as err:  # pragma: no cover - depends on the install
