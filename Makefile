@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[aws]'
 	touch $@
 
 $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
@@ -22,7 +22,7 @@ $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
-	$(BIN)/smmpi run demo --instances 3 --ppn 2
+	$(BIN)/smmpi submit demo --instances 3 --ppn 2 --local
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check smmpi entry_points tests benchmarks

@@ -87,7 +87,22 @@ def _echo_err(line: str) -> None:
     is_flag=True,
     help="Print the request and the container's mpirun line; create nothing.",
 )
-@click.option("--local", is_flag=True, help="Run here, Docker-free (not yet supported).")
+@click.option(
+    "--local",
+    is_flag=True,
+    help="Run this very request here, Docker-free, as N emulated hosts (no AWS needed).",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=None,
+    help="With --local: seconds before every rank's stack is printed and all stop (exit 124).",
+)
+@click.option(
+    "--log-dir",
+    default=None,
+    help="With --local: one log file per rank here [the local job's logs/].",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 def submit_cmd(
     entry: str,
@@ -109,6 +124,8 @@ def submit_cmd(
     wait: bool,
     dry_run: bool,
     local: bool,
+    timeout: float | None,
+    log_dir: str | None,
     as_json: bool,
 ) -> None:
     """Submit ENTRY to SageMaker as N instances x n MPI processes.
@@ -119,10 +136,14 @@ def submit_cmd(
     then the config file; the endpoint from AWS_ENDPOINT_URL.
     """
     from smmpi.errors import BadInput
-    from smmpi.spec import MPIJob, NotSupported
+    from smmpi.spec import MPIJob
 
     if dry_run and local:
         raise BadInput("--dry-run/--local", "both", "at most one of --dry-run and --local")
+    if timeout is not None and (timeout <= 0 or not local):
+        raise BadInput("--timeout", timeout, "seconds > 0, with --local")
+    if log_dir is not None and not local:
+        raise BadInput("--log-dir", log_dir, "a folder, with --local")
     kwargs: dict[str, Any] = dict(
         instances=instances,
         ppn=ppn,
@@ -150,14 +171,22 @@ def submit_cmd(
     for note in job.notes:
         _echo_err(f"smmpi: warning: {note}")
     if local:
-        raise NotSupported(
-            "submit --local is not yet supported; use `smmpi run ENTRY "
-            "--instances N --ppn n` to run here"
+        local_job = job.submit(
+            local=True, timeout=timeout, log_dir=log_dir, out=sys.stderr if as_json else None
         )
+        if as_json:
+            click.echo(json.dumps(local_job.record, indent=2, default=str))
+        sys.exit(local_job.exit_code)
     if dry_run:
         result = job.plan()
         if as_json:
-            click.echo(json.dumps(result.to_json(), indent=2))
+            from dataclasses import asdict
+
+            from smmpi.local.translate import translate
+
+            data = result.to_json()
+            data["local_mpirun"] = [asdict(r) for r in translate(result.mpirun, sys.executable)]
+            click.echo(json.dumps(data, indent=2))
         else:
             click.echo(render_plan(job, result))
         return
@@ -185,6 +214,30 @@ def submit_cmd(
         sys.exit(sub.exit_code)
 
 
+def _side_by_side(container: list[str]) -> list[str]:
+    """Each part of the container's line, what it becomes locally, and why (SM_* as one row)."""
+    from smmpi.local.translate import Row, translate
+
+    rows: list[Row] = []
+    translated = translate(container, sys.executable)
+    sm = [r for r in translated if r.container[:1] == ("-x",) and r.container[1].startswith("SM_")]
+    for row in translated:
+        if row in sm:
+            if row is sm[0]:
+                rows.append(
+                    Row((f"-x SM_... ({len(sm)} variables)",), ("-x SM_...=<per host>",), row.why)
+                )
+            continue
+        rows.append(row)
+    width = min(44, max(len(" ".join(r.container)) for r in rows))
+    out = [f"  {'container (Open MPI 4)':<{width}}  {'local (Open MPI 5)':<36}  why"]
+    for row in rows:
+        left = " ".join(row.container) or "-"
+        right = " ".join(row.local) or "(dropped)"
+        out.append(f"  {left:<{width}}  {right:<36}  {row.why}")
+    return out
+
+
 def render_plan(job: MPIJob, plan: Plan) -> str:
     """Summary first (what a person checks), then the full request and mpirun line."""
     req = plan.request
@@ -208,6 +261,9 @@ def render_plan(job: MPIJob, plan: Plan) -> str:
         "",
         "mpirun on algo-1 (built by the container's sagemaker-training toolkit):",
         "  " + shlex.join(plan.mpirun),
+        "",
+        "The same line here (`submit --local`, Open MPI 5, one app context per emulated host):",
+        *_side_by_side(plan.mpirun),
         "",
         "CreateTrainingJob request:",
         json.dumps(req, indent=2),

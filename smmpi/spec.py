@@ -23,12 +23,13 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from smmpi.catalog import Program, resolve
 from smmpi.errors import BadInput, SmmpiError
 
 if TYPE_CHECKING:
+    from smmpi.local.job import LocalJob
     from smmpi.plan import Plan
     from smmpi.submit import Submission
 
@@ -502,21 +503,64 @@ class MPIJob:
 
         return plan(self, job_name=job_name)
 
-    def estimator(self, *, offline: bool = False) -> Any:
-        """The SDK estimator (TensorFlow or PyTorch) for this job; see smmpi.estimator."""
+    def estimator(self, *, offline: bool = False, local: bool = False, **local_options: Any) -> Any:
+        """The SDK estimator (TensorFlow or PyTorch) for this job; see smmpi.estimator.
+
+        ``local=True``: the same estimator, whose ``fit`` runs the job here
+        (``timeout``, ``log_dir``, ``keep`` go to the local run).
+        """
+        if local:
+            from smmpi.local.sdk import local_estimator
+
+            return local_estimator(self, job_name=self.job_name, **local_options)
         from smmpi.estimator import build
 
         return build(self, offline=offline).estimator
 
-    def submit(self, *, wait: bool = True, echo: Callable[[str], None] | None = None) -> Submission:
-        """Upload the source dir, create the training job, and optionally follow it."""
+    @overload
+    def submit(
+        self,
+        *,
+        wait: bool = ...,
+        echo: Callable[[str], None] | None = ...,
+        local: Literal[False] = ...,
+    ) -> Submission: ...
+
+    @overload
+    def submit(
+        self,
+        *,
+        wait: bool = ...,
+        echo: Callable[[str], None] | None = ...,
+        local: Literal[True],
+        **local_options: Any,
+    ) -> LocalJob: ...
+
+    def submit(
+        self,
+        *,
+        wait: bool = True,
+        echo: Callable[[str], None] | None = None,
+        local: bool = False,
+        **local_options: Any,
+    ) -> Submission | LocalJob:
+        """Upload the source dir, create the training job, and optionally follow it.
+
+        ``local=True`` runs the very request here instead (the SDK's ``fit``
+        with its CreateTrainingJob answered by a local run) and returns the
+        local job; ``timeout``, ``log_dir``, ``out``, ``err`` go to that run.
+        """
+        if local:
+            from smmpi.local.sdk import submit_local
+
+            return submit_local(self, job_name=self.job_name, **local_options)
         from smmpi.submit import submit
 
         return submit(self, wait=wait, echo=echo)
 
-    def run_local(self, **kwargs: Any) -> Any:
-        """Run here, Docker-free, at the same world size (not yet supported from submit)."""
-        raise NotSupported("local mode from MPIJob is not yet supported; use `smmpi run`")
+    def run_local(self, **local_options: Any) -> LocalJob:
+        """Run here, Docker-free, at the same world size: ``submit(local=True)``."""
+        return self.submit(local=True, **local_options)
 
 
 class NotSupported(SmmpiError):

@@ -292,3 +292,57 @@ def test_run_from_unknown_or_bad_job(
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and name in lines[0], r.stderr
     assert not (tmp_path / "local-jobs").exists()
+
+
+def test_submit_local_cli_and_dry_run_side_by_side(env: dict[str, str], tmp_path: Path) -> None:
+    """`make demo`'s command, and the dry run that explains what it will run."""
+    env["SMMPI_LOCAL_JOBS"] = str(tmp_path / "local-jobs")
+    r = smmpi(
+        [
+            "submit",
+            "demo",
+            "--instances",
+            "3",
+            "--ppn",
+            "2",
+            "--local",
+            "--job-name",
+            "demo-local-cli",
+        ],
+        env,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "demo: all 6 ranks verified their results" in r.stdout
+    folder = tmp_path / "local-jobs" / "demo-local-cli"
+    assert (folder / "model.tar.gz").is_file() and (folder / "output.tar.gz").is_file()
+    assert json.loads((folder / "describe.json").read_text())["TrainingJobStatus"] == "Completed"
+    assert {f"rank-{i}.log" for i in range(6)} <= {p.name for p in (folder / "logs").iterdir()}
+
+    r = smmpi(["submit", "demo", "--instances", "3", "--ppn", "2", "--dry-run"], env)
+    assert r.returncode == 0, r.stderr
+    assert "The same line here" in r.stdout
+    assert "plm_ssh_no_tree_spawn" in r.stdout and "--mca smsc" in r.stdout
+    r = smmpi(["submit", "demo", "--instances", "3", "--ppn", "2", "--dry-run", "--json"], env)
+    rows = json.loads(r.stdout)["local_mpirun"]
+    dropped = [
+        row for row in rows if row["container"][:2] == ["-mca", "orte_abort_on_non_zero_status"]
+    ]
+    assert dropped and dropped[0]["local"] == [] and "default in Open MPI 5" in dropped[0]["why"]
+
+
+def test_local_bad_input_creates_nothing(env: dict[str, str], tmp_path: Path) -> None:
+    env["SMMPI_LOCAL_JOBS"] = str(tmp_path / "local-jobs")
+    for args, field in (
+        (["--local", "--dry-run"], "--dry-run/--local"),
+        (["--timeout", "5"], "--timeout"),
+        (["--local", "--timeout", "0"], "--timeout"),
+        (["--local", "--ppn", "0"], "ppn"),
+    ):
+        base = ["submit", "demo", "--instances", "2"]
+        if "--ppn" not in args:
+            base += ["--ppn", "1"]
+        r = smmpi([*base, *args], env)
+        assert r.returncode == 2, (args, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and field in lines[0], (args, r.stderr)
+    assert not (tmp_path / "local-jobs").exists()

@@ -326,10 +326,13 @@ def test_ppn_above_vcpus_warns_and_submits(moto_server: MotoServer, aws: dict[st
     assert len(jobs(moto_server)) == 1
 
 
-def test_local_is_not_yet_supported(moto_server: MotoServer, aws: dict[str, str]) -> None:
+def test_local_runs_here_and_creates_nothing_remote(
+    moto_server: MotoServer, aws: dict[str, str]
+) -> None:
     result = run(["submit", "demo", "--instances", "2", "--ppn", "1", "--local"], aws)
-    assert result.returncode == 2
-    assert "not yet supported" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert "demo: all 2 ranks verified their results" in result.stdout
+    assert "Completed" in result.stderr
     assert jobs(moto_server) == [] and s3_state(moto_server) == {}
 
 

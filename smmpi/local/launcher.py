@@ -135,6 +135,8 @@ class _Output:
         if log_dir is not None:
             log_dir.mkdir(parents=True, exist_ok=True)
             self.untagged = open(log_dir / "mpirun.log", "w", encoding="utf-8")
+            for rank in range(shape.world_size):  # one file per rank, even a silent one
+                self._rank_file(rank)
 
     def _rank_file(self, rank: int) -> IO[str] | None:
         if self.log_dir is None:
