@@ -122,6 +122,9 @@ def test_notebook_runs_clean_against_moto(
     assert f'"RoleArn": "{ROLE}"' in plan_out
     mpirun = cell_text(cell_with(nb, "shlex.join(p.mpirun)"))
     assert mpirun.startswith("mpirun --host algo-1:2,algo-2:2,algo-3:2 -np 6 ")
+    translated = cell_text(cell_with(nb, "translate(p.mpirun"))
+    assert "--mca plm_ssh_no_tree_spawn 1" in translated  # Open MPI 4 -> 5
+    assert "-x SM_..." in translated
     dry = cell_text(cell_with(nb, "--dry-run --json"))
     assert "world_size from the CLI: 6" in dry
     assert "same mpirun as the Python plan: True" in dry
@@ -132,7 +135,7 @@ def test_notebook_runs_clean_against_moto(
     assert len(demo) == 1
     assert demo[0]["TrainingJobStatus"] == "Completed"
     assert demo[0]["ResourceConfig"]["InstanceCount"] == 3
-    assert "status: Completed" in cell_text(cell_with(nb, "local = submit_local(job)"))
+    assert "status: Completed" in cell_text(cell_with(nb, "local = job.submit(local=True)"))
     tree = cell_text(cell_with(nb, "host = Path(local.record"))
     assert "opt/ml/code/demo.py\n" in tree
     assert "'current_host': 'algo-2', 'hosts': ['algo-1', 'algo-2', 'algo-3']" in tree
