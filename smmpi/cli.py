@@ -143,6 +143,11 @@ def entry_points_cmd() -> None:
     help="Run a submitted training job's request and uploaded code here instead.",
 )
 @click.option("--region", default=None, help="AWS region of --from-job's job.")
+@click.option(
+    "--install-requirements",
+    is_flag=True,
+    help="With --from-job: pip-install the code's requirements.txt into the local job's folder.",
+)
 def run_cmd(
     entry: str | None,
     args: tuple[str, ...],
@@ -154,6 +159,7 @@ def run_cmd(
     keep: bool,
     from_job: str | None,
     region: str | None,
+    install_requirements: bool,
 ) -> None:
     """Run ENTRY here as N emulated SageMaker instances x n processes (local mpirun).
 
@@ -182,7 +188,13 @@ def run_cmd(
         request = request_from_description(description)
         source = fetch_source(request, s3)
         job = run_request(
-            request, source, timeout=timeout, log_dir=log_dir, keep=True, region=region
+            request,
+            source,
+            timeout=timeout,
+            log_dir=log_dir,
+            keep=True,
+            region=region,
+            install_requirements=install_requirements,
         )
         sys.exit(job.exit_code)
     from smmpi.local.launcher import LocalRun

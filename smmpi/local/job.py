@@ -33,7 +33,7 @@ from typing import IO, Any
 from urllib.parse import urlparse
 
 from smmpi import plan
-from smmpi.errors import BadInput
+from smmpi.errors import BadInput, SmmpiError
 from smmpi.local.launcher import EXIT_OK, RunResult, execute, prepare_hosts
 from smmpi.local.layout import HostDirs, JobShape
 
@@ -212,6 +212,7 @@ def run_request(
     out: IO[str] | None = None,
     err: IO[str] | None = None,
     on_start: Callable[[dict[str, Any]], None] | None = None,
+    install_requirements: bool = False,
 ) -> LocalJob:
     """Run ``request`` here with ``source`` (the job's sourcedir.tar.gz) as its code."""
     err = err or sys.stderr
@@ -252,6 +253,9 @@ def run_request(
         on_start(record)
     start = time.monotonic()
     prepare_hosts(shape, run_dir, lay_out, hps_json)
+    extra_paths = _requirements(
+        run_dir / shape.hosts[0] / "opt" / "ml" / "code", folder, install_requirements, err
+    )
     record.update(SecondaryStatus="Training", TrainingStartTime=_now())
     _write_record(folder, record)
     err.write(
@@ -266,6 +270,7 @@ def run_request(
         log_dir=Path(log_dir) if log_dir else folder / "logs",
         out=out,
         err=err,
+        extra_paths=extra_paths,
     )
     hosts = [HostDirs(run_dir / h / "opt" / "ml") for h in shape.hosts]
     status = STATUS_OF[result.status]
@@ -303,6 +308,55 @@ def run_request(
         )
     err.flush()
     return LocalJob(name, folder, record, result)
+
+
+def _requirements(code: Path, folder: Path, install: bool, err: IO[str]) -> list[str]:
+    """Say what the container would pip install; install it in the job's own folder if asked.
+
+    SageMaker's container runs ``pip install -r requirements.txt`` from the
+    code dir before the program starts. Here that would change this machine's
+    environment, so it happens only on request, into ``<job>/site-packages``,
+    which goes first on every rank's PYTHONPATH.
+    """
+    req = code / "requirements.txt"
+    if not req.is_file():
+        return []
+    wanted = [
+        ln.strip()
+        for ln in req.read_text(encoding="utf-8").splitlines()
+        if ln.strip() and not ln.lstrip().startswith("#")
+    ]
+    if not install:
+        err.write(
+            f"smmpi: requirements.txt asks for {', '.join(wanted) or 'nothing'}: SageMaker's "
+            "container pip-installs it; not installed here (use --install-requirements to "
+            "install it into this job's own folder)\n"
+        )
+        return []
+    target = folder / "site-packages"
+    err.write(f"smmpi: installing requirements.txt ({', '.join(wanted)}) into {target}\n")
+    err.flush()
+    import subprocess
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--target",
+            str(target),
+            "-r",
+            str(req),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["pip failed"])[-1]
+        raise SmmpiError(f"installing requirements.txt failed: {tail}")
+    return [str(target)]
 
 
 def _write_record(folder: Path, record: dict[str, Any]) -> None:

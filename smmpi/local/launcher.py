@@ -91,6 +91,7 @@ def mpirun_argv(
     launcher: Launcher,
     python: str,
     extra_env: dict[str, str] | None = None,
+    extra_paths: Sequence[str] = (),
 ) -> list[str]:
     """The local mpirun command: one app context per emulated host."""
     argv = [launcher.mpirun, *launcher.base_flags()]
@@ -105,7 +106,9 @@ def mpirun_argv(
         env.update(shape.environment)
         env.update(
             PYTHONPATH=os.pathsep.join(
-                p for p in (str(site_dir), str(dirs.code), os.environ.get("PYTHONPATH", "")) if p
+                p
+                for p in (str(site_dir), str(dirs.code), *extra_paths, os.environ.get("PYTHONPATH"))
+                if p
             ),
             PYTHONUNBUFFERED="1",  # as in SageMaker's framework images
             SMMPI_LOCAL="1",
@@ -275,13 +278,14 @@ def execute(
     err: IO[str] | None = None,
     python: str = sys.executable,
     extra_env: dict[str, str] | None = None,
+    extra_paths: Sequence[str] = (),
 ) -> RunResult:
     """Run the prepared job under supervision and say how it ended."""
     out = out or sys.stdout
     err = err or sys.stderr
     launcher = find_launcher()
     check_mpi4py(python)
-    argv = mpirun_argv(shape, run_dir, launcher, python, extra_env)
+    argv = mpirun_argv(shape, run_dir, launcher, python, extra_env, extra_paths)
     env = {**os.environ, **launcher.env()}
     output = _Output(shape, log_dir, out, err)
     start = time.monotonic()

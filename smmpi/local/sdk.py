@@ -85,12 +85,14 @@ class LocalBackend:
         keep: bool = True,
         out: IO[str] | None = None,
         err: IO[str] | None = None,
+        install_requirements: bool = False,
     ) -> None:
         from smmpi.estimator import pack_source
 
         self.built = built
         self.source = pack_source(built.job)  # the very bytes `submit` uploads
         self.timeout, self.log_dir, self.keep, self.out, self.err = timeout, log_dir, keep, out, err
+        self.install_requirements = install_requirements
         self.jobs: dict[str, LocalJob] = {}
         self.requests: list[dict[str, Any]] = []
         self._pending: dict[str, dict[str, Any]] = {}
@@ -123,6 +125,7 @@ class LocalBackend:
             region=self.built.settings.region,
             out=self.out,
             err=self.err,
+            install_requirements=self.install_requirements,
         )
         self.jobs[job.name] = job
         return self._response({"TrainingJobArn": job.record["TrainingJobArn"]})
@@ -217,7 +220,9 @@ def submit_local(job: MPIJob, *, job_name: str | None = None, **options: Any) ->
     built = build(job, offline=True, job_name=job_name)
     backend = LocalBackend(built, **options)
     with backend.attached(), no_metadata_lookups():
-        built.estimator.fit(wait=False, logs=False, job_name=built.job_name)
+        built.estimator.fit(
+            local_inputs(job.inputs or None), wait=False, logs=False, job_name=built.job_name
+        )
     if built.job_name not in backend.jobs:
         raise SmmpiError("the SDK did not send a CreateTrainingJob request")
     return backend.jobs[built.job_name]
