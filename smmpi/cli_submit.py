@@ -74,6 +74,48 @@ def _echo_err(line: str) -> None:
     default=None,
     help="Seconds before SageMaker stops the job [3600].",
 )
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="NAME=URI",
+    help="Input channel: s3://bucket/prefix (file:///path with --local), "
+    "seen as SM_CHANNEL_NAME (repeatable).",
+)
+@click.option(
+    "--spot",
+    is_flag=True,
+    help="Managed spot training (usually cheaper; may wait for capacity).",
+)
+@click.option(
+    "--max-wait",
+    type=click.UNPROCESSED,
+    default=None,
+    help="With --spot: seconds to wait for spot capacity plus run, >= max run [max run].",
+)
+@click.option(
+    "--checkpoint-s3-uri",
+    default=None,
+    help="s3:// URI that /opt/ml/checkpoints syncs to (lets spot jobs resume).",
+)
+@click.option(
+    "--keep-alive",
+    type=click.UNPROCESSED,
+    default=None,
+    help="Warm pool: seconds (0-3600) to keep the instances for the next job; not with --spot.",
+)
+@click.option(
+    "--subnet",
+    "subnets",
+    multiple=True,
+    help="VPC subnet ID (repeatable) [config file from `smmpi infra deploy --vpc-id`].",
+)
+@click.option(
+    "--security-group",
+    "security_groups",
+    multiple=True,
+    help="VPC security group ID (repeatable) [config file].",
+)
 @click.option("--source-dir", default=None, help="Folder uploaded with a user's script.")
 @click.option("--job-name", default=None, help="Training job name [smmpi-ENTRY-DATE].")
 @click.option(
@@ -81,6 +123,11 @@ def _echo_err(line: str) -> None:
     default=True,
     show_default=True,
     help="Follow the job until it ends (exit 0 Completed, 1 Failed/Stopped).",
+)
+@click.option(
+    "--stop-on-interrupt",
+    is_flag=True,
+    help="With --wait: Ctrl-C stops the job too (by default it keeps running).",
 )
 @click.option(
     "--dry-run",
@@ -119,9 +166,17 @@ def submit_cmd(
     hyperparameters: tuple[str, ...],
     env: tuple[str, ...],
     max_run: Any,
+    inputs: tuple[str, ...],
+    spot: bool,
+    max_wait: Any,
+    checkpoint_s3_uri: str | None,
+    keep_alive: Any,
+    subnets: tuple[str, ...],
+    security_groups: tuple[str, ...],
     source_dir: str | None,
     job_name: str | None,
     wait: bool,
+    stop_on_interrupt: bool,
     dry_run: bool,
     local: bool,
     timeout: float | None,
@@ -133,7 +188,11 @@ def submit_cmd(
     ENTRY is a packaged entry point (see `smmpi entry-points`) or a path to a
     .py file. Everything is validated before anything is created. Role, bucket
     and region come from the flag, then SMMPI_ROLE/SMMPI_BUCKET/SMMPI_REGION,
-    then the config file; the endpoint from AWS_ENDPOINT_URL.
+    then the config file; the endpoint from AWS_ENDPOINT_URL. Subnets and
+    security groups come from the flags, then the config file.
+
+    With --wait, Ctrl-C stops following (exit 130) and leaves the job running
+    unless --stop-on-interrupt.
     """
     from smmpi.errors import BadInput
     from smmpi.spec import MPIJob
@@ -144,6 +203,8 @@ def submit_cmd(
         raise BadInput("--timeout", timeout, "seconds > 0, with --local")
     if log_dir is not None and not local:
         raise BadInput("--log-dir", log_dir, "a folder, with --local")
+    if stop_on_interrupt and (not wait or dry_run or local):
+        raise BadInput("--stop-on-interrupt", True, "only when following a submitted job (--wait)")
     kwargs: dict[str, Any] = dict(
         instances=instances,
         ppn=ppn,
@@ -158,6 +219,13 @@ def submit_cmd(
         env=list(env),
         source_dir=source_dir,
         job_name=job_name,
+        inputs=list(inputs),
+        use_spot=spot,
+        max_wait=max_wait,
+        checkpoint_s3_uri=checkpoint_s3_uri,
+        keep_alive=keep_alive,
+        subnets=list(subnets),
+        security_groups=list(security_groups),
     )
     if instance_type is not None:
         kwargs["instance_type"] = instance_type
@@ -185,6 +253,7 @@ def submit_cmd(
             from smmpi.local.translate import translate
 
             data = result.to_json()
+            data["cost"] = cost_estimate(job, result)
             data["local_mpirun"] = [asdict(r) for r in translate(result.mpirun, sys.executable)]
             click.echo(json.dumps(data, indent=2))
         else:
@@ -198,6 +267,7 @@ def submit_cmd(
             wait=wait,
             echo=None if as_json else _echo_err,
             on_log=None if as_json else click.echo,
+            stop_on_interrupt=stop_on_interrupt,
         )
     except KeyboardInterrupt:
         _echo_err("smmpi: interrupted; a created job keeps running (smmpi stop JOB)")
@@ -212,6 +282,15 @@ def submit_cmd(
             )
     if wait:
         sys.exit(sub.exit_code)
+
+
+def plan_channels(request: dict[str, Any]) -> dict[str, str]:
+    """Input channel name -> S3 URI, as the request carries them."""
+    out: dict[str, str] = {}
+    for channel in request.get("InputDataConfig") or []:
+        source = channel.get("DataSource", {}).get("S3DataSource", {})
+        out[str(channel["ChannelName"])] = str(source.get("S3Uri", "?"))
+    return out
 
 
 def _side_by_side(container: list[str]) -> list[str]:
@@ -238,6 +317,34 @@ def _side_by_side(container: list[str]) -> list[str]:
     return out
 
 
+def cost_estimate(job: MPIJob, plan: Plan) -> dict[str, Any]:
+    """On-demand price of the instances and the ceiling for max run (see smmpi.pricing).
+
+    A spot job is usually billed less, but its price is not known in advance,
+    so the ceiling stays the on-demand one and ``spot`` says so.
+    """
+    from smmpi import pricing
+
+    est = pricing.estimate(job.instance_type, job.instances, job.max_run, plan.region)
+    est["spot"] = job.use_spot
+    if job.use_spot:
+        est["spot_note"] = (
+            "spot is usually cheaper than on-demand; the ceiling shown is the on-demand one"
+        )
+    return est
+
+
+def cost_lines(est: dict[str, Any]) -> list[str]:
+    """The dry run's cost rows: the dated estimate, then the spot caveat if any."""
+    from smmpi import pricing
+
+    text = pricing.describe(est)
+    lines = [f"  cost         {text.removeprefix('cost: ').removeprefix('cost ')}"]
+    if est.get("spot_note"):
+        lines.append(f"  spot         {est['spot_note']}")
+    return lines
+
+
 def render_plan(job: MPIJob, plan: Plan) -> str:
     """Summary first (what a person checks), then the full request and mpirun line."""
     req = plan.request
@@ -256,6 +363,15 @@ def render_plan(job: MPIJob, plan: Plan) -> str:
         f"  output       {req['OutputDataConfig']['S3OutputPath']}",
         f"  max run      {req['StoppingCondition']['MaxRuntimeInSeconds']} s",
     ]
+    for name, channel in plan_channels(req).items():
+        lines.append(f"  input        {name} = {channel}")
+    if "VpcConfig" in req:
+        vpc = req["VpcConfig"]
+        lines.append(
+            f"  vpc          subnets {', '.join(vpc['Subnets'])}; "
+            f"security groups {', '.join(vpc['SecurityGroupIds'])}"
+        )
+    lines += cost_lines(cost_estimate(job, plan))
     lines += [f"  note         {note}" for note in plan.notes]
     lines += [
         "",

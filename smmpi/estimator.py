@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import gzip
 import io
@@ -42,6 +43,7 @@ from smmpi.spec import (
     SMMPI_TAG_KEY,
     SMMPI_TAG_VALUE,
     MPIJob,
+    check_vpc_ids,
 )
 
 if TYPE_CHECKING:
@@ -192,6 +194,8 @@ class Settings:
     endpoint_url: str | None = None
     placeholders: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    subnets: tuple[str, ...] = ()
+    security_groups: tuple[str, ...] = ()
 
 
 def _checked(name: str, value: str | None, pattern: Any, allowed: str) -> str | None:
@@ -268,6 +272,7 @@ def resolve_settings(job: MPIJob, *, offline: bool) -> Settings:
         role, placeholders[_ROLE_SENTINEL] = _ROLE_SENTINEL, ROLE_PLACEHOLDER
     if bucket is None and offline:
         bucket, placeholders[_BUCKET_SENTINEL] = _BUCKET_SENTINEL, BUCKET_PLACEHOLDER
+    subnets, groups = resolve_vpc(job)
     endpoint = os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER") or os.environ.get("AWS_ENDPOINT_URL")
     return Settings(
         role=role,
@@ -276,7 +281,34 @@ def resolve_settings(job: MPIJob, *, offline: bool) -> Settings:
         endpoint_url=endpoint,
         placeholders=placeholders,
         notes=tuple(notes),
+        subnets=subnets,
+        security_groups=groups,
     )
+
+
+def resolve_vpc(job: MPIJob) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Subnets and security groups: each from the job (flag), else from the config file.
+
+    ``smmpi infra deploy --vpc-id`` saves ``security_group_ids`` (and
+    ``subnets`` when given), so jobs run in that VPC with no flags; a flag
+    replaces the saved value of its own kind only. A VPC needs both.
+    """
+    saved = config.load()
+    where = f" (from {config.path()})"
+    subnets = tuple(job.subnets or ()) or check_vpc_ids("subnets", saved.get("subnets"), where)
+    groups = tuple(job.security_groups or ()) or check_vpc_ids(
+        "security_groups", saved.get("security_group_ids"), where
+    )
+    if bool(subnets) != bool(groups):
+        missing = "security_groups" if subnets else "subnets"
+        flag = "--security-group" if subnets else "--subnet"
+        raise BadInput(
+            missing,
+            "(none)",
+            f"subnets and security groups together (a VPC needs both): pass {flag} "
+            f"or save it with `smmpi infra deploy --vpc-id`",
+        )
+    return subnets, groups
 
 
 def boto_session(settings: Settings, *, offline: bool) -> boto3.Session:
@@ -328,14 +360,7 @@ def account_and_bucket(settings: Settings, session: boto3.Session) -> Settings:
         return settings
     account = session.client("sts").get_caller_identity()["Account"]
     bucket = f"sagemaker-{settings.region}-{account}"
-    return Settings(
-        role=settings.role,
-        bucket=bucket,
-        region=settings.region,
-        endpoint_url=settings.endpoint_url,
-        placeholders=settings.placeholders,
-        notes=settings.notes,
-    )
+    return dataclasses.replace(settings, bucket=bucket)
 
 
 def sdk_session(settings: Settings, boto: boto3.Session) -> Any:
@@ -495,9 +520,16 @@ def _estimator(job: MPIJob, session: Any, settings: Settings, code_uri: str) -> 
         kwargs["checkpoint_s3_uri"] = job.checkpoint_s3_uri
     if job.keep_alive is not None:
         kwargs["keep_alive_period_in_seconds"] = job.keep_alive
-    if job.subnets:
-        kwargs.update(subnets=list(job.subnets), security_group_ids=list(job.security_groups or ()))
+    if settings.subnets:
+        kwargs.update(
+            subnets=list(settings.subnets), security_group_ids=list(settings.security_groups)
+        )
     return Estimator(**kwargs)
+
+
+def fit_inputs(job: MPIJob) -> dict[str, str] | None:
+    """The ``inputs`` argument of the SDK's ``fit``: channel name -> s3:// URI, or None."""
+    return job.input_map or None
 
 
 def capture_request(built: Built) -> dict[str, Any]:
@@ -528,7 +560,9 @@ def capture_request(built: Built) -> dict[str, Any]:
     events.register("before-call.sagemaker.CreateTrainingJob", answer, unique_id="smmpi-answer")
     try:
         with no_metadata_lookups() if built.offline else contextlib.nullcontext():
-            built.estimator.fit(wait=False, logs=False, job_name=built.job_name)
+            built.estimator.fit(
+                fit_inputs(built.job), wait=False, logs=False, job_name=built.job_name
+            )
     finally:
         events.unregister(
             "provide-client-params.sagemaker.CreateTrainingJob", unique_id="smmpi-record"

@@ -102,6 +102,7 @@ class Plan:
     files: list[str]
     placeholders: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    region: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -113,13 +114,20 @@ class Plan:
             "files": self.files,
             "placeholders": self.placeholders,
             "notes": self.notes,
+            "region": self.region,
         }
 
 
 def plan(job: MPIJob, *, job_name: str | None = None) -> Plan:
-    """Build the estimator offline, capture its request, derive the mpirun argv."""
-    from smmpi import estimator
+    """Build the estimator offline, capture its request, derive the mpirun argv.
 
+    The plan is what SageMaker would receive, so ``file://`` channels (local
+    mode only) are refused here as they would be on submit.
+    """
+    from smmpi import estimator
+    from smmpi.spec import require_s3_inputs
+
+    require_s3_inputs(job)
     built = estimator.build(job, offline=True, job_name=job_name)
     request = estimator.capture_request(built)
     return Plan(
@@ -133,6 +141,7 @@ def plan(job: MPIJob, *, job_name: str | None = None) -> Plan:
         files=estimator.source_members(job),
         placeholders=sorted(set(built.settings.placeholders.values())),
         notes=[*built.settings.notes, *job.notes],
+        region=built.settings.region,
     )
 
 

@@ -63,6 +63,10 @@ INSTANCE_TYPE_RE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
 SUBNET_RE = re.compile(r"^subnet-[0-9a-f]+$")
 SECURITY_GROUP_RE = re.compile(r"^sg-[0-9a-f]+$")
 TAG_RE = re.compile(r"^[\w.:/=+\-@ ]*$")
+# CreateTrainingJob's Channel.ChannelName pattern and length.
+CHANNEL_RE = re.compile(r"^[A-Za-z0-9\.\-_]+$")
+CHANNEL_MAX = 64
+S3_URI_RE = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?")
 # Characters a shell would act on. The container splits custom MPI options on
 # whitespace and never runs a shell, so quotes cannot work either: refuse them.
 MPI_OPTION_FORBIDDEN = frozenset(";&|<>$`\\(){}*?!~#'\"\n\r")
@@ -253,9 +257,76 @@ def _positive_int(name: str, value: object, upper: int | None = None) -> int:
 def _s3_uri(name: str, value: str | None) -> str | None:
     if value is None:
         return None
-    if not re.fullmatch(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?", value):
+    if not isinstance(value, str) or not S3_URI_RE.fullmatch(value):
         raise BadInput(name, value, "an s3://bucket/prefix URI")
     return value
+
+
+def _seconds(name: str, value: object, low: int, high: int) -> int:
+    """An integer number of seconds in [low, high]; digit strings (the CLI form) are accepted."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise BadInput(name, value, f"seconds from {low} to {high}")
+    return value
+
+
+# VpcConfig limits in the SageMaker API: 1-16 subnets, 1-5 security groups.
+_VPC_RULES = {
+    "subnets": (SUBNET_RE, 16, "subnet IDs like subnet-0123abcd"),
+    "security_groups": (SECURITY_GROUP_RE, 5, "security group IDs like sg-0123abcd"),
+}
+
+
+def check_vpc_ids(name: str, values: object, source: str = "") -> tuple[str, ...]:
+    """Subnet or security group IDs as a tuple; ``source`` says where they came from."""
+    pattern, limit, allowed = _VPC_RULES[name]
+    if values is None:
+        return ()
+    items = (values,) if isinstance(values, str) else values
+    if not isinstance(items, (list, tuple)):
+        raise BadInput(name + source, values, "a list of " + allowed)
+    for item in items:
+        if not isinstance(item, str) or not pattern.match(item):
+            raise BadInput(name + source, item, allowed)
+    if len(items) > limit:
+        raise BadInput(name + source, len(items), f"at most {limit} {allowed}")
+    return tuple(items)
+
+
+def parse_inputs(inputs: Mapping[str, Any] | Sequence[str] | None) -> dict[str, str]:
+    """Input channels as ``{name: uri}``: the name is SageMaker's channel pattern.
+
+    The URI must be ``s3://bucket/prefix`` or ``file:///path`` (an existing
+    path). ``file://`` runs only locally; :func:`require_s3_inputs` refuses it
+    for SageMaker, because the spec does not know yet where it will run.
+    """
+    channels = parse_pairs("inputs", inputs)
+    for name, uri in channels.items():
+        if not CHANNEL_RE.match(name) or len(name) > CHANNEL_MAX:
+            raise BadInput(
+                "inputs",
+                name,
+                f"a channel name of 1-{CHANNEL_MAX} letters, digits and . - _",
+            )
+        if uri.startswith("file://"):
+            path = Path(uri[len("file://") :])
+            if not path.is_absolute() or not path.exists():
+                raise BadInput(f"inputs.{name}", uri, "file:// and an existing absolute path")
+        elif not S3_URI_RE.fullmatch(uri):
+            raise BadInput(
+                f"inputs.{name}", uri, "an s3://bucket/prefix URI (or file:///path with --local)"
+            )
+    return channels
+
+
+def require_s3_inputs(job: MPIJob) -> None:
+    """Refuse ``file://`` channels for SageMaker: only a local run can read this machine."""
+    for name, uri in job.input_map.items():
+        if not uri.startswith("s3://"):
+            raise BadInput(
+                f"inputs.{name}", uri, "an s3://bucket/prefix URI (file:// works only with --local)"
+            )
 
 
 @_strict_kwargs
@@ -297,6 +368,7 @@ class MPIJob:
     network_isolation: bool = False
     subnets: Sequence[str] | None = None
     security_groups: Sequence[str] | None = None
+    inputs: Mapping[str, str] | Sequence[str] | None = None
     program: Program = field(init=False, repr=False, compare=False)
     notes: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
 
@@ -343,12 +415,8 @@ class MPIJob:
             )
         _s3_uri("output_path", self.output_path)
         _s3_uri("checkpoint_s3_uri", self.checkpoint_s3_uri)
-        if self.keep_alive is not None and (
-            isinstance(self.keep_alive, bool)
-            or not isinstance(self.keep_alive, int)
-            or not 0 <= self.keep_alive <= KEEP_ALIVE_LIMIT
-        ):
-            raise BadInput("keep_alive", self.keep_alive, f"seconds from 0 to {KEEP_ALIVE_LIMIT}")
+        if self.keep_alive is not None:
+            set_("keep_alive", _seconds("keep_alive", self.keep_alive, 0, KEEP_ALIVE_LIMIT))
         self._check_spot()
         self._check_network()
         for name in ("use_spot", "encrypt_inter_container_traffic", "network_isolation"):
@@ -420,10 +488,21 @@ class MPIJob:
                     "a tag value of at most 256 letters, digits, spaces and _.:/=+-@",
                 )
         set_("tags", tags)
+        channels = parse_inputs(self.inputs)
+        if self.network_isolation is True and "code" in channels:
+            raise BadInput(
+                "inputs",
+                "code",
+                "a channel name other than 'code' (network isolation uploads the code there)",
+            )
+        set_("inputs", channels)
 
     def _check_spot(self) -> None:
+        if not isinstance(self.use_spot, bool):
+            raise BadInput("use_spot", self.use_spot, "True or False")
         if self.max_wait is not None:
-            _positive_int("max_wait", self.max_wait, MAX_RUN_LIMIT)
+            wait = _positive_int("max_wait", self.max_wait, MAX_RUN_LIMIT)
+            object.__setattr__(self, "max_wait", wait)
             if not self.use_spot:
                 raise BadInput("max_wait", self.max_wait, "only with use_spot=True")
         if self.use_spot:
@@ -443,20 +522,10 @@ class MPIJob:
                 )
 
     def _check_network(self) -> None:
-        subnets = tuple(self.subnets or ())
-        groups = tuple(self.security_groups or ())
-        for s in subnets:
-            if not SUBNET_RE.match(s):
-                raise BadInput("subnets", s, "subnet IDs like subnet-0123abcd")
-        for g in groups:
-            if not SECURITY_GROUP_RE.match(g):
-                raise BadInput("security_groups", g, "security group IDs like sg-0123abcd")
-        if bool(subnets) != bool(groups):
-            raise BadInput(
-                "subnets" if groups else "security_groups",
-                "(none)",
-                "subnets and security_groups given together (a VPC needs both)",
-            )
+        subnets = check_vpc_ids("subnets", self.subnets)
+        groups = check_vpc_ids("security_groups", self.security_groups)
+        # A VPC needs both; one may come from the config file (``smmpi infra deploy
+        # --vpc-id``), so the pair is checked when settings are resolved.
         object.__setattr__(self, "subnets", subnets)
         object.__setattr__(self, "security_groups", groups)
 
@@ -474,6 +543,11 @@ class MPIJob:
     @property
     def tag_map(self) -> dict[str, str]:
         return dict(self.tags or {})  # type: ignore[arg-type]
+
+    @property
+    def input_map(self) -> dict[str, str]:
+        """Input channels, name -> URI (validated)."""
+        return dict(self.inputs or {})  # type: ignore[arg-type]
 
     @property
     def world_size(self) -> int:

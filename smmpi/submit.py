@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from smmpi.errors import SmmpiError
-from smmpi.spec import MPIJob
+from smmpi.spec import MPIJob, require_s3_inputs
 
 TERMINAL = ("Completed", "Failed", "Stopped")
 
@@ -33,6 +33,12 @@ class SubmitFailed(SmmpiError):
     exit_code = 1
 
 
+class Interrupted(SmmpiError):
+    """Ctrl-C while following a job (exit code 130); the message says what became of the job."""
+
+    exit_code = 130
+
+
 @dataclass
 class Submission:
     """A created training job and what is known about it so far."""
@@ -45,7 +51,7 @@ class Submission:
     status: str = "InProgress"
     secondary_status: str | None = None
     failure_reason: str | None = None
-    transitions: list[dict[str, str]] = field(default_factory=list)
+    transitions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -106,17 +112,21 @@ def submit(
     job_name: str | None = None,
     poll: float | None = None,
     on_log: Callable[[str], None] | None = None,
+    stop_on_interrupt: bool = False,
 ) -> Submission:
     """Pack and upload the source dir, create the job, and follow it if ``wait``.
 
     ``echo`` receives one line per event (bucket created, job created, status
     transitions); ``on_log`` receives the job's log lines while waiting;
-    ``poll`` caps the seconds between DescribeTrainingJob calls.
+    ``poll`` caps the seconds between DescribeTrainingJob calls. Ctrl-C while
+    waiting raises :class:`Interrupted`; the job keeps running unless
+    ``stop_on_interrupt``.
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
     from smmpi import estimator
 
+    require_s3_inputs(job)
     say = echo or (lambda line: None)
     settings = estimator.resolve_settings(job, offline=False)
     boto = estimator.boto_session(settings, offline=False)
@@ -144,7 +154,9 @@ def submit(
         "provide-client-params.sagemaker.CreateTrainingJob", record, unique_id="smmpi-record"
     )
     try:
-        built.estimator.fit(wait=False, logs=False, job_name=built.job_name)
+        built.estimator.fit(
+            estimator.fit_inputs(job), wait=False, logs=False, job_name=built.job_name
+        )
     except (ClientError, BotoCoreError, ValueError) as err:
         _delete_quietly(s3, settings.bucket, key)
         raise SubmitFailed(f"CreateTrainingJob refused: {_client_error(err)}") from None
@@ -176,7 +188,15 @@ def submit(
             from smmpi.jobs import JobLog
 
             log = JobLog(boto.client("logs"), sub.job_name)
-        follow(client, sub, say, poll=poll, log=log, on_log=on_log)
+        follow(
+            client,
+            sub,
+            say,
+            poll=poll,
+            log=log,
+            on_log=on_log,
+            stop_on_interrupt=stop_on_interrupt,
+        )
     return sub
 
 
@@ -187,6 +207,95 @@ def _delete_quietly(s3: Any, bucket: str, key: str) -> None:
         pass
 
 
+def clock_text(seconds: float) -> str:
+    """``MM:SS`` (``H:MM:SS`` past an hour): short enough to prefix every status line."""
+    total = int(max(0.0, seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+def _since(start: Any, end: Any) -> float | None:
+    if isinstance(start, datetime) and isinstance(end, datetime):
+        return (end - start).total_seconds()
+    return None
+
+
+class StatusReporter:
+    """Turns successive DescribeTrainingJob answers into one line per new status.
+
+    SageMaker's ``SecondaryStatusTransitions`` (Starting, Downloading,
+    Training, Uploading, ...) say what the job is doing and since when, and
+    a transition's message changes while it lasts; each new status or
+    message is one line. Elapsed time is counted from the job's creation with
+    the service's own timestamps, so transitions that happened between two
+    polls still get their own time. Answers without transitions (other
+    endpoints) fall back to ``TrainingJobStatus``/``SecondaryStatus`` and
+    the local clock.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.started = clock()
+        self.seen: list[tuple[str, str]] = []
+        self.last: tuple[str, str] | None = None
+
+    def _fallback(self) -> float:
+        return self.clock() - self.started
+
+    def update(self, desc: dict[str, Any]) -> list[dict[str, Any]]:
+        """New events in ``desc``: dicts with elapsed_s, status, secondary_status, message."""
+        status = str(desc.get("TrainingJobStatus", "Unknown"))
+        created = desc.get("CreationTime")
+        events: list[dict[str, Any]] = []
+
+        def add(elapsed: float | None, secondary: str, message: str) -> None:
+            self.last = (secondary, message)
+            events.append(
+                {
+                    "elapsed_s": round(self._fallback() if elapsed is None else elapsed, 1),
+                    "status": status,
+                    "secondary_status": secondary,
+                    "message": message,
+                }
+            )
+
+        transitions = desc.get("SecondaryStatusTransitions") or []
+        for i, t in enumerate(transitions):
+            key = (str(t.get("Status", "")), str(t.get("StatusMessage", "")))
+            if i < len(self.seen) and self.seen[i] == key:
+                continue
+            new = i >= len(self.seen) or self.seen[i][0] != key[0]
+            if new:
+                elapsed = _since(created, t.get("StartTime"))
+            else:  # the same transition, a new message: as of the job's last change
+                elapsed = _since(created, desc.get("LastModifiedTime"))
+            self.seen[i:] = [key]
+            add(elapsed, *key)
+        secondary = str(desc.get("SecondaryStatus") or "")
+        if transitions:
+            last_status = self.seen[-1][0]
+            if status in TERMINAL and last_status != status and self.last != (status, ""):
+                add(_since(created, desc.get("TrainingEndTime")), status, "")
+        elif status in TERMINAL:
+            shown = status if secondary in ("", status) else f"{status} - {secondary}"
+            if self.last != (shown, ""):
+                add(_since(created, desc.get("TrainingEndTime")), shown, "")
+        else:
+            shown = secondary or status
+            if self.last != (shown, ""):
+                add(None, shown, "")
+        return events
+
+    @staticmethod
+    def line(event: dict[str, Any]) -> str:
+        """``smmpi: [00:42] Training - Downloading the training image``."""
+        text = event["secondary_status"]
+        if event["message"]:
+            text += f" - {event['message']}"
+        return f"smmpi: [{clock_text(event['elapsed_s'])}] {text}"
+
+
 def follow(
     client: Any,
     sub: Submission,
@@ -194,6 +303,7 @@ def follow(
     poll: float | None = None,
     log: Any = None,
     on_log: Callable[[str], None] | None = None,
+    stop_on_interrupt: bool = False,
 ) -> Submission:
     """Poll DescribeTrainingJob until a terminal status, reporting each transition.
 
@@ -202,12 +312,45 @@ def follow(
     ``log`` (a :class:`smmpi.jobs.JobLog`) the job's CloudWatch lines are
     passed to ``on_log`` as they arrive, rank-tagged; logs are best effort and
     never fail the wait.
+
+    Ctrl-C ends the wait, not the job: the job is billed until it ends, so
+    :class:`Interrupted` says how to stop it, or, with ``stop_on_interrupt``,
+    StopTrainingJob is requested first (through :func:`smmpi.jobs.stop`).
     """
+    try:
+        return _follow(client, sub, say, poll, log, on_log)
+    except KeyboardInterrupt:
+        raise Interrupted(_interrupted(client, sub, stop_on_interrupt)) from None
+
+
+def _interrupted(client: Any, sub: Submission, stop: bool) -> str:
+    from smmpi import jobs
+
+    name = sub.job_name
+    if not stop:
+        return (
+            f"interrupted; job {name} keeps running (and billing) on SageMaker: "
+            f"stop it with `smmpi stop {name}`, follow it with `smmpi logs {name} --follow`"
+        )
+    try:
+        return f"interrupted; {jobs.stop(client, name, sub.region)}"
+    except SmmpiError as err:
+        return f"interrupted; could not stop job {name} ({err}): run `smmpi stop {name}`"
+
+
+def _follow(
+    client: Any,
+    sub: Submission,
+    say: Callable[[str], None],
+    poll: float | None,
+    log: Any,
+    on_log: Callable[[str], None] | None,
+) -> Submission:
     from botocore.exceptions import BotoCoreError, ClientError
 
     ceiling = 15.0 if poll is None else max(poll, 0.05)
     delay = min(1.0, ceiling)
-    last: tuple[str, str | None] | None = None
+    reporter = StatusReporter()
 
     def pump(final: bool) -> None:
         nonlocal log
@@ -232,18 +375,9 @@ def follow(
         sub.status = str(desc.get("TrainingJobStatus", "Unknown"))
         sub.secondary_status = desc.get("SecondaryStatus")
         sub.failure_reason = desc.get("FailureReason")
-        if (sub.status, sub.secondary_status) != last:
-            last = (sub.status, sub.secondary_status)
-            stamp = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S")
-            sub.transitions.append(
-                {
-                    "time": stamp,
-                    "status": sub.status,
-                    "secondary_status": sub.secondary_status or "",
-                }
-            )
-            detail = f" - {sub.secondary_status}" if sub.secondary_status else ""
-            say(f"{stamp} {sub.status}{detail}")
+        for event in reporter.update(desc):
+            sub.transitions.append(event)
+            say(reporter.line(event))
         pump(final=sub.status in TERMINAL)
         if sub.status in TERMINAL:
             return sub

@@ -15,7 +15,6 @@ from smmpi.spec import (
     DEFAULT_VERSIONS,
     SMMPI_TAG_KEY,
     MPIJob,
-    NotSupported,
     UnknownField,
     parse_mpi_options,
     parse_pairs,
@@ -107,7 +106,22 @@ def test_unknown_keyword_lists_valid_ones_and_suggests() -> None:
         ({"max_wait": 10}, "max_wait"),
         ({"use_spot": True, "max_run": 100, "max_wait": 50}, "max_wait"),
         ({"keep_alive": 99999}, "keep_alive"),
-        ({"subnets": ["subnet-0abc"]}, "security_groups"),
+        ({"subnets": "subnet-0abc,subnet-0def"}, "subnets"),
+        ({"security_groups": [f"sg-{i}" for i in range(6)]}, "security_groups"),
+        ({"max_wait": "soon", "use_spot": True}, "max_wait"),
+        ({"keep_alive": -1}, "keep_alive"),
+        ({"keep_alive": 3601}, "keep_alive"),
+        ({"keep_alive": True}, "keep_alive"),
+        ({"use_spot": "yes"}, "use_spot"),
+        ({"checkpoint_s3_uri": "s3://Bad_Bucket/x"}, "checkpoint_s3_uri"),
+        ({"inputs": ["train"]}, "inputs"),
+        ({"inputs": {"bad/name": "s3://bkt/x"}}, "inputs"),
+        ({"inputs": {"x" * 65: "s3://bkt/x"}}, "inputs"),
+        ({"inputs": {"": "s3://bkt/x"}}, "inputs"),
+        ({"inputs": {"train": "bkt/x"}}, "inputs.train"),
+        ({"inputs": {"train": "file:///no/such/dir"}}, "inputs.train"),
+        ({"inputs": {"train": "file://relative/dir"}}, "inputs.train"),
+        ({"inputs": {"code": "s3://bkt/x"}, "network_isolation": True}, "inputs"),
         ({"subnets": ["net-1"], "security_groups": ["sg-1"]}, "subnets"),
         ({"network_isolation": "yes"}, "network_isolation"),
     ],
@@ -172,8 +186,7 @@ def test_pairs() -> None:
 def test_python_api_methods_exist() -> None:
     job = MPIJob("demo", instances=3, ppn=2, role=ROLE)
     assert callable(job.plan) and callable(job.estimator) and callable(job.submit)
-    with pytest.raises(NotSupported):
-        job.run_local()
+    assert callable(job.run_local)  # runs a job: exercised in tests/test_local_mode.py
     assert SMMPI_TAG_KEY == "smmpi:managed"
 
 
@@ -234,3 +247,32 @@ def test_help_and_spec_do_not_import_the_sdk() -> None:
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_spot_and_warm_pool_fields() -> None:
+    """CLI strings become integers; max_wait defaults to max_run; 0..3600 keep-alive."""
+    job = MPIJob("demo", use_spot=True, max_run=600, max_wait="1200")  # type: ignore[arg-type]
+    assert job.max_wait == 1200
+    assert MPIJob("demo", use_spot=True, max_run=600).max_wait == 600
+    assert MPIJob("demo", keep_alive="3600").keep_alive == 3600  # type: ignore[arg-type]
+    assert MPIJob("demo", keep_alive=0, use_spot=True).keep_alive == 0  # no warm pool: fine
+    assert MPIJob("demo", checkpoint_s3_uri="s3://bkt/ck").checkpoint_s3_uri == "s3://bkt/ck"
+
+
+def test_inputs_as_pairs_or_mapping(tmp_path: Path) -> None:
+    a = MPIJob("demo", inputs=["train=s3://bkt/train", "val.1=s3://bkt/v"])
+    assert a.input_map == {"train": "s3://bkt/train", "val.1": "s3://bkt/v"}
+    b = MPIJob("demo", inputs={"train": f"file://{tmp_path}"})
+    assert b.input_map == {"train": f"file://{tmp_path}"}
+    assert MPIJob("demo").input_map == {}
+
+
+def test_file_inputs_are_refused_for_sagemaker(tmp_path: Path) -> None:
+    from smmpi.spec import require_s3_inputs
+
+    job = MPIJob("demo", inputs={"train": f"file://{tmp_path}"})
+    with pytest.raises(BadInput) as info:
+        require_s3_inputs(job)
+    assert info.value.field == "inputs.train"
+    assert "file:// works only with --local" in str(info.value)
+    require_s3_inputs(MPIJob("demo", inputs={"train": "s3://bkt/x"}))
