@@ -278,3 +278,33 @@ def test_every_optional_field_reaches_the_request() -> None:
     assert warm["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 600
     with pytest.raises(BadInput, match="keep_alive"):
         MPIJob("demo", use_spot=True, keep_alive=600)
+
+
+def test_input_channels_reach_the_request_and_the_mpirun_line() -> None:
+    job = MPIJob("demo", instances=2, ppn=2, inputs=["train=s3://bkt/train", "val=s3://bkt/v"])
+    result = job.plan()
+    channels = {
+        c["ChannelName"]: c["DataSource"]["S3DataSource"]["S3Uri"]
+        for c in result.request["InputDataConfig"]
+    }
+    assert channels == {"train": "s3://bkt/train", "val": "s3://bkt/v"}
+    assert "SM_CHANNEL_TRAIN" in result.mpirun and "SM_CHANNEL_VAL" in result.mpirun
+    with pytest.raises(BadInput, match="file:// works only with --local"):
+        MPIJob("demo", inputs={"train": f"file://{GOLDEN}"}).plan()
+
+
+def test_vpc_from_the_config_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """What `smmpi infra deploy --vpc-id` saved is used when the job names no VPC."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"security_group_ids": ["sg-0abc"], "subnets": ["subnet-0abc"]}))
+    monkeypatch.setenv("SMMPI_CONFIG", str(cfg))
+    req = MPIJob("demo", region="us-west-2").plan().request
+    assert req["VpcConfig"] == {"Subnets": ["subnet-0abc"], "SecurityGroupIds": ["sg-0abc"]}
+    own = MPIJob("demo", region="us-west-2", security_groups=["sg-0def"]).plan().request
+    assert own["VpcConfig"] == {"Subnets": ["subnet-0abc"], "SecurityGroupIds": ["sg-0def"]}
+    cfg.write_text(json.dumps({"security_group_ids": ["sg-0abc"]}))  # deployed without subnets
+    with pytest.raises(BadInput) as info:
+        MPIJob("demo", region="us-west-2").plan()
+    assert info.value.field == "subnets" and "--subnet" in str(info.value)
+    cfg.write_text("{}")
+    assert "VpcConfig" not in MPIJob("demo", region="us-west-2").plan().request

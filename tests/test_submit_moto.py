@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import tarfile
 from collections.abc import Iterator
@@ -165,7 +166,8 @@ def test_submit_demo_3x2_waits_until_completed(
     assert result.returncode == 0, result.stderr
     name = result.stdout.strip().splitlines()[-1]
     assert name.startswith("smmpi-demo-")
-    assert "Completed" in result.stderr
+    # --wait reports each status with the time since the job was created.
+    assert re.search(r"^smmpi: \[\d\d:\d\d\] Completed$", result.stderr, re.M), result.stderr
     assert "INFO" not in result.stderr and "Warning" not in result.stderr  # SDK chatter is off
     assert jobs(moto_server) == [name]
     client = moto_server.boto3_client("sagemaker")
@@ -277,6 +279,37 @@ BAD_INPUTS: list[tuple[list[str], str]] = [
     (["demo", "--instances", "3", "--ppn", "2", "--max-run", "0"], "max_run"),
     (["demo", "--instances", "3", "--ppn", "2", "--bucket", "Bad_Bucket"], "bucket"),
     (["demo", "--instances", "3", "--ppn", "2", "--region", "mars"], "region"),
+    (["demo", "--instances", "3", "--ppn", "2", "--spot", "--max-wait", "10"], "max_wait"),
+    (["demo", "--instances", "3", "--ppn", "2", "--spot", "--max-wait", "soon"], "max_wait"),
+    (["demo", "--instances", "3", "--ppn", "2", "--max-wait", "7200"], "max_wait"),
+    (
+        ["demo", "--instances", "3", "--ppn", "2", "--checkpoint-s3-uri", "bkt/ckpt"],
+        "checkpoint_s3_uri",
+    ),
+    (["demo", "--instances", "3", "--ppn", "2", "--keep-alive", "3601"], "keep_alive"),
+    (["demo", "--instances", "3", "--ppn", "2", "--keep-alive", "-5"], "keep_alive"),
+    (["demo", "--instances", "3", "--ppn", "2", "--keep-alive", "600", "--spot"], "keep_alive"),
+    (["demo", "--instances", "3", "--ppn", "2", "--input", "bad/name=s3://bkt/x"], "inputs"),
+    (["demo", "--instances", "3", "--ppn", "2", "--input", "x" * 65 + "=s3://bkt/x"], "inputs"),
+    (["demo", "--instances", "3", "--ppn", "2", "--input", "train"], "inputs"),
+    (["demo", "--instances", "3", "--ppn", "2", "--input", "train=file:///tmp"], "inputs.train"),
+    (["demo", "--instances", "3", "--ppn", "2", "--input", "train=bkt/data"], "inputs.train"),
+    (["demo", "--instances", "3", "--ppn", "2", "--subnet", "subnet-0abc"], "security_groups"),
+    (
+        [
+            "demo",
+            "--instances",
+            "3",
+            "--ppn",
+            "2",
+            "--subnet",
+            "subnet-0abc",
+            "--security-group",
+            "group-1",
+        ],
+        "security_groups",
+    ),
+    (["demo", "--instances", "3", "--ppn", "2", "--stop-on-interrupt", "--no-wait"], "--stop"),
 ]
 
 
@@ -417,7 +450,14 @@ def test_follow_reports_transitions_and_failure_reason() -> None:
     assert [t["secondary_status"] for t in sub.transitions] == ["Starting", "Training", "Failed"]
     assert sub.status == "Failed" and sub.exit_code == 1
     assert "MPI_ABORT" in (sub.failure_reason or "")
-    assert lines[-1].endswith("Failed - Failed")
+    # No SecondaryStatusTransitions (other endpoints): the statuses, timed by the local clock.
+    assert lines == ["smmpi: [00:00] Starting", "smmpi: [00:00] Training", "smmpi: [00:00] Failed"]
+    stopped = _FakeClient(
+        [{"TrainingJobStatus": "Stopped", "SecondaryStatus": "MaxRuntimeExceeded"}]
+    )
+    lines.clear()
+    follow(stopped, sub, lines.append, poll=0.01)
+    assert lines == ["smmpi: [00:00] Stopped - MaxRuntimeExceeded"] and sub.exit_code == 1
 
 
 class _FakeLog:
@@ -512,3 +552,399 @@ def test_user_script_with_source_dir(
     ]
     hp = out["request"]["HyperParameters"]
     assert hp["sagemaker_program"] == '"train.py"'
+
+
+def test_file_input_needs_local(
+    moto_server: MotoServer, aws: dict[str, str], tmp_path: Path
+) -> None:
+    """A file:// channel: one line naming the channel, for a dry run and a submit alike."""
+    for mode in (["--dry-run"], ["--no-wait"]):
+        result = run(
+            [
+                "submit",
+                "demo",
+                "--instances",
+                "2",
+                "--ppn",
+                "1",
+                "--role",
+                ROLE,
+                *mode,
+                "--input",
+                f"train=file://{tmp_path}",
+            ],
+            aws,
+        )
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.splitlines() == [
+            f"smmpi: invalid inputs.train: 'file://{tmp_path}'; allowed: an s3://bucket/prefix "
+            "URI (file:// works only with --local)"
+        ]
+        assert result.stdout == ""
+    assert jobs(moto_server) == [] and s3_state(moto_server) == {}
+
+
+def test_input_channels_spot_and_checkpoint_reach_sagemaker(
+    moto_server: MotoServer, aws: dict[str, str]
+) -> None:
+    result = run(
+        [
+            "submit",
+            "demo",
+            "--instances",
+            "2",
+            "--ppn",
+            "2",
+            "--role",
+            ROLE,
+            "--bucket",
+            "bkt",
+            "--input",
+            "train=s3://bkt/data/train",
+            "--input",
+            "val=s3://bkt/data/val",
+            "--spot",
+            "--max-run",
+            "1800",
+            "--max-wait",
+            "7200",
+            "--checkpoint-s3-uri",
+            "s3://bkt/ckpt",
+            "--no-wait",
+            "--json",
+        ],
+        aws,
+    )
+    assert result.returncode == 0, result.stderr
+    name = json.loads(result.stdout)["job_name"]
+    desc = moto_server.boto3_client("sagemaker").describe_training_job(TrainingJobName=name)
+    channels = {
+        c["ChannelName"]: c["DataSource"]["S3DataSource"]["S3Uri"] for c in desc["InputDataConfig"]
+    }
+    assert channels == {"train": "s3://bkt/data/train", "val": "s3://bkt/data/val"}
+    assert desc["EnableManagedSpotTraining"] is True
+    assert desc["StoppingCondition"] == {
+        "MaxRuntimeInSeconds": 1800,
+        "MaxWaitTimeInSeconds": 7200,
+    }
+    assert desc["CheckpointConfig"] == {"S3Uri": "s3://bkt/ckpt"}
+    assert s3_state(moto_server) == {"bkt": [f"{name}/source/sourcedir.tar.gz"]}
+
+
+def test_keep_alive_reaches_the_request(moto_server: MotoServer, aws: dict[str, str]) -> None:
+    result = run(
+        [
+            "submit",
+            "demo",
+            "--instances",
+            "2",
+            "--ppn",
+            "1",
+            "--role",
+            ROLE,
+            "--keep-alive",
+            "600",
+            "--no-wait",
+            "--json",
+        ],
+        aws,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["request"]["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 600
+    desc = moto_server.boto3_client("sagemaker").describe_training_job(
+        TrainingJobName=out["job_name"]
+    )
+    assert desc["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 600
+
+
+def test_vpc_from_config_file_and_flags(moto_server: MotoServer, aws: dict[str, str]) -> None:
+    """`infra deploy --vpc-id` saves the VPC; submit uses it, a flag replaces its own kind."""
+    Path(aws["SMMPI_CONFIG"]).write_text(
+        json.dumps(
+            {
+                "role": ROLE,
+                "bucket": "from-file",
+                "region": "us-west-2",
+                "security_group_ids": ["sg-0123abcd"],
+                "subnets": ["subnet-0aaa", "subnet-0bbb"],
+            }
+        )
+    )
+    sm = moto_server.boto3_client("sagemaker")
+    base = ["submit", "demo", "--instances", "2", "--ppn", "1", "--no-wait", "--json"]
+    saved = run(base, aws)
+    assert saved.returncode == 0, saved.stderr
+    desc = sm.describe_training_job(TrainingJobName=json.loads(saved.stdout)["job_name"])
+    assert desc["VpcConfig"] == {
+        "SecurityGroupIds": ["sg-0123abcd"],
+        "Subnets": ["subnet-0aaa", "subnet-0bbb"],
+    }
+    flagged = run([*base, "--subnet", "subnet-0ccc"], aws)
+    assert flagged.returncode == 0, flagged.stderr
+    desc = sm.describe_training_job(TrainingJobName=json.loads(flagged.stdout)["job_name"])
+    assert desc["VpcConfig"] == {"SecurityGroupIds": ["sg-0123abcd"], "Subnets": ["subnet-0ccc"]}
+    both = run(
+        [
+            "submit",
+            "demo",
+            "--instances",
+            "2",
+            "--ppn",
+            "1",
+            "--dry-run",
+            "--subnet",
+            "subnet-0ddd",
+            "--security-group",
+            "sg-0eee",
+        ],
+        aws,
+    )
+    assert both.returncode == 0, both.stderr
+    assert "  vpc          subnets subnet-0ddd; security groups sg-0eee" in both.stdout
+    # A broken saved value names the file it came from and creates nothing.
+    Path(aws["SMMPI_CONFIG"]).write_text(
+        json.dumps({"role": ROLE, "region": "us-west-2", "subnets": ["net-1"]})
+    )
+    before = (jobs(moto_server), s3_state(moto_server))
+    bad = run(base, aws)
+    assert bad.returncode == 2
+    assert bad.stderr.startswith(f"smmpi: invalid subnets (from {aws['SMMPI_CONFIG']}): 'net-1'")
+    assert (jobs(moto_server), s3_state(moto_server)) == before
+
+
+def test_dry_run_shows_cost_estimate(env: dict[str, str], guard: dict[str, str]) -> None:
+    from smmpi import pricing
+
+    clean = {**env, **guard}
+    args = ["submit", "demo", "--instances", "3", "--ppn", "2", "--region", "us-west-2"]
+    args += ["--max-run", "7200", "--dry-run"]
+    est = pricing.estimate("ml.c5.2xlarge", 3, 7200, "us-west-2")
+    assert est["price_per_hour"] is not None
+    human = run(args, clean)
+    assert human.returncode == 0, human.stderr
+    cost = [line for line in human.stdout.splitlines() if line.startswith("  cost ")]
+    assert len(cost) == 1
+    assert f"(estimate, on-demand prices as of {est['as_of']})" in cost[0]
+    assert f"~${est['price_per_hour']:.2f}/h" in cost[0]
+    assert f"at most ~${est['max_cost']:.2f}" in cost[0]
+    assert "spot" not in human.stdout.split("mpirun on algo-1")[0]
+    data = json.loads(run([*args, "--json"], clean).stdout)
+    assert data["cost"]["price_per_hour"] == est["price_per_hour"]
+    assert data["cost"]["max_cost"] == est["max_cost"] == round(est["price_per_hour"] * 2, 2)
+    assert data["cost"]["estimate"] is True and data["cost"]["spot"] is False
+    spot = run([*args, "--spot"], clean)
+    assert spot.returncode == 0, spot.stderr
+    assert (
+        "  spot         spot is usually cheaper than on-demand; the ceiling shown is the "
+        "on-demand one" in spot.stdout
+    )
+    spot_json = json.loads(run([*args, "--spot", "--json"], clean).stdout)
+    assert spot_json["cost"]["spot"] is True
+    assert spot_json["request"]["EnableManagedSpotTraining"] is True
+
+
+def test_dry_run_request_has_the_input_channel(env: dict[str, str], guard: dict[str, str]) -> None:
+    result = run(
+        [
+            "submit",
+            "demo",
+            "--instances",
+            "2",
+            "--ppn",
+            "1",
+            "--dry-run",
+            "--json",
+            "--input",
+            "train=s3://bkt/data",
+        ],
+        {**env, **guard},
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["request"]["InputDataConfig"] == [
+        {
+            "ChannelName": "train",
+            "DataSource": {
+                "S3DataSource": {
+                    "S3DataDistributionType": "FullyReplicated",
+                    "S3DataType": "S3Prefix",
+                    "S3Uri": "s3://bkt/data",
+                }
+            },
+        }
+    ]
+    assert "SM_CHANNEL_TRAIN" in out["mpirun"]
+
+
+GATHER_CHANNELS = """\
+import json
+import os
+
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+mine = {
+    "rank": comm.Get_rank(),
+    "host": os.environ["SM_CURRENT_HOST"],
+    "dir": os.environ["SM_CHANNEL_TRAIN"],
+    "files": sorted(os.listdir(os.environ["SM_CHANNEL_TRAIN"])),
+}
+everyone = comm.gather(mine, root=0)
+if comm.Get_rank() == 0:
+    print("CHANNELS " + json.dumps(everyone))
+"""
+
+
+def test_local_file_channel_on_every_host(
+    moto_server: MotoServer, aws: dict[str, str], tmp_path: Path
+) -> None:
+    """`--local --input train=file:///DIR`: each emulated host's SM_CHANNEL_TRAIN holds them."""
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "a.txt").write_text("a\n")
+    (data / "b.csv").write_text("1,2\n")
+    (data / "sub" / "c.txt").write_text("c\n")
+    script = tmp_path / "src" / "gather_channels.py"
+    script.parent.mkdir()
+    script.write_text(GATHER_CHANNELS)
+    result = run(
+        [
+            "submit",
+            str(script),
+            "--instances",
+            "2",
+            "--ppn",
+            "1",
+            "--local",
+            "--input",
+            f"train=file://{data}",
+        ],
+        aws,
+    )
+    assert result.returncode == 0, result.stderr
+    line = next(ln for ln in result.stdout.splitlines() if "CHANNELS " in ln)
+    ranks = json.loads(line.split("CHANNELS ", 1)[1])
+    assert [(r["rank"], r["host"]) for r in ranks] == [(0, "algo-1"), (1, "algo-2")]
+    for r in ranks:
+        assert r["files"] == ["a.txt", "b.csv", "sub"]
+        assert r["dir"].endswith(f"/{r['host']}/opt/ml/input/data/train")
+    assert ranks[0]["dir"] != ranks[1]["dir"]  # each host has its own copy
+    assert jobs(moto_server) == [] and s3_state(moto_server) == {}
+
+
+def test_follow_reports_secondary_transitions_with_elapsed_time() -> None:
+    """SageMaker's SecondaryStatusTransitions, one line per new status or message."""
+    from datetime import datetime, timedelta, timezone
+
+    from smmpi.submit import Submission, follow
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    def at(s: int) -> datetime:
+        return t0 + timedelta(seconds=s)
+
+    starting = {"Status": "Starting", "StartTime": at(0), "StatusMessage": "Launching instances"}
+    downloading = {
+        "Status": "Downloading",
+        "StartTime": at(42),
+        "StatusMessage": "Downloading input data",
+    }
+    training = {
+        "Status": "Training",
+        "StartTime": at(95),
+        "StatusMessage": "Downloading the training image",
+    }
+    training2 = {
+        **training,
+        "StatusMessage": "Training image download completed. Training in progress.",
+    }
+    uploading = {"Status": "Uploading", "StartTime": at(3700), "StatusMessage": "Uploading output"}
+    completed = {"Status": "Completed", "StartTime": at(3710), "StatusMessage": "Job completed"}
+
+    def answer(status: str, *transitions: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        return {
+            "TrainingJobStatus": status,
+            "SecondaryStatus": transitions[-1]["Status"],
+            "CreationTime": t0,
+            "SecondaryStatusTransitions": list(transitions),
+            **extra,
+        }
+
+    client = _FakeClient(
+        [
+            answer("InProgress", starting),
+            answer("InProgress", starting),
+            # two transitions between polls: each keeps its own time
+            answer("InProgress", starting, downloading, training),
+            answer("InProgress", starting, downloading, training2, LastModifiedTime=at(130)),
+            answer(
+                "Completed",
+                starting,
+                downloading,
+                training2,
+                uploading,
+                completed,
+                TrainingEndTime=at(3710),
+            ),
+        ]
+    )
+    lines: list[str] = []
+    sub = Submission(job_name="j", arn="", request={}, code_uri="", region="us-west-2")
+    follow(client, sub, lines.append, poll=0.01)
+    assert lines == [
+        "smmpi: [00:00] Starting - Launching instances",
+        "smmpi: [00:42] Downloading - Downloading input data",
+        "smmpi: [01:35] Training - Downloading the training image",
+        "smmpi: [02:10] Training - Training image download completed. Training in progress.",
+        "smmpi: [1:01:40] Uploading - Uploading output",
+        "smmpi: [1:01:50] Completed - Job completed",
+    ]
+    assert sub.status == "Completed" and sub.exit_code == 0
+    assert [t["elapsed_s"] for t in sub.transitions] == [0, 42, 95, 130, 3700, 3710]
+
+
+class _InterruptedClient(_FakeClient):
+    """Answers, then Ctrl-C during the next DescribeTrainingJob; records StopTrainingJob."""
+
+    def __init__(self, answers: list[dict[str, Any]], interrupt_after: int) -> None:
+        super().__init__(answers)
+        self.calls = 0
+        self.interrupt_after = interrupt_after
+        self.stopped: list[str] = []
+
+    def describe_training_job(self, TrainingJobName: str) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls == self.interrupt_after + 1:
+            raise KeyboardInterrupt
+        return {
+            "TrainingJobName": TrainingJobName,
+            **super().describe_training_job(TrainingJobName),
+        }
+
+    def stop_training_job(self, TrainingJobName: str) -> dict[str, Any]:
+        self.stopped.append(TrainingJobName)
+        return {}
+
+
+@pytest.mark.parametrize("stop", [False, True])
+def test_ctrl_c_while_following(stop: bool) -> None:
+    """Ctrl-C leaves the job running and says how to stop it, or stops it when asked; exit 130."""
+    from smmpi.submit import Interrupted, Submission, follow
+
+    client = _InterruptedClient(
+        [{"TrainingJobStatus": "InProgress", "SecondaryStatus": "Training"}], interrupt_after=2
+    )
+    lines: list[str] = []
+    sub = Submission(job_name="my-job", arn="", request={}, code_uri="", region="us-west-2")
+    with pytest.raises(Interrupted) as info:
+        follow(client, sub, lines.append, poll=0.01, stop_on_interrupt=stop)
+    assert info.value.exit_code == 130
+    message = str(info.value)
+    assert lines == ["smmpi: [00:00] Training"]
+    if stop:
+        assert client.stopped == ["my-job"]
+        assert "my-job: stop requested (was InProgress)" in message
+    else:
+        assert client.stopped == []
+        assert "keeps running" in message and "`smmpi stop my-job`" in message
