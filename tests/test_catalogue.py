@@ -171,7 +171,7 @@ def test_alltoall_unsafe_small_messages_get_through(tmp_path: Path) -> None:
 def test_alltoall_unsafe_deadlocks_at_large_sizes(tmp_path: Path) -> None:
     """Blocking Send before any Recv: with 8 MB blocks nobody ever receives."""
     marker = f"--run-id={uuid.uuid4().hex}"  # ignored by the program; finds its ranks
-    run = mpirun("alltoall", 4, tmp_path, "--size", "1000000", "--unsafe", marker, timeout=8)
+    run = mpirun("alltoall", 4, tmp_path, "--size", "1000000", "--unsafe", marker, timeout=5)
     assert run.timed_out, f"did not hang: exit {run.returncode}\n{run.stdout}\n{run.stderr}"
     assert "alltoall by unsafe" not in run.stdout  # no rank got past the exchange
     deadline = time.monotonic() + 10
