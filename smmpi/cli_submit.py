@@ -371,6 +371,13 @@ def render_plan(job: MPIJob, plan: Plan) -> str:
             f"  vpc          subnets {', '.join(vpc['Subnets'])}; "
             f"security groups {', '.join(vpc['SecurityGroupIds'])}"
         )
+    if job.use_spot:
+        spot = f"managed spot training, max wait {job.max_wait} s"
+        lines.append(f"  spot         {spot}")
+    if job.checkpoint_s3_uri:
+        lines.append(f"  checkpoints  {job.checkpoint_s3_uri}")
+    if job.keep_alive:
+        lines.append(f"  warm pool    instances kept {job.keep_alive} s after the job for the next")
     lines += cost_lines(cost_estimate(job, plan))
     lines += [f"  note         {note}" for note in plan.notes]
     lines += [

@@ -598,6 +598,7 @@ class MPIJob:
         wait: bool = ...,
         echo: Callable[[str], None] | None = ...,
         local: Literal[False] = ...,
+        stop_on_interrupt: bool = ...,
     ) -> Submission: ...
 
     @overload
@@ -616,6 +617,7 @@ class MPIJob:
         wait: bool = True,
         echo: Callable[[str], None] | None = None,
         local: bool = False,
+        stop_on_interrupt: bool = False,
         **local_options: Any,
     ) -> Submission | LocalJob:
         """Upload the source dir, create the training job, and optionally follow it.
@@ -623,6 +625,8 @@ class MPIJob:
         ``local=True`` runs the very request here instead (the SDK's ``fit``
         with its CreateTrainingJob answered by a local run) and returns the
         local job; ``timeout``, ``log_dir``, ``out``, ``err`` go to that run.
+        Ctrl-C while waiting raises :class:`smmpi.submit.Interrupted` and
+        leaves the job running, unless ``stop_on_interrupt``.
         """
         if local:
             from smmpi.local.sdk import submit_local
@@ -630,7 +634,7 @@ class MPIJob:
             return submit_local(self, job_name=self.job_name, **local_options)
         from smmpi.submit import submit
 
-        return submit(self, wait=wait, echo=echo)
+        return submit(self, wait=wait, echo=echo, stop_on_interrupt=stop_on_interrupt)
 
     def run_local(self, **local_options: Any) -> LocalJob:
         """Run here, Docker-free, at the same world size: ``submit(local=True)``."""
