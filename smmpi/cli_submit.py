@@ -150,6 +150,11 @@ def _echo_err(line: str) -> None:
     default=None,
     help="With --local: one log file per rank here [the local job's logs/].",
 )
+@click.option(
+    "--install-requirements",
+    is_flag=True,
+    help="With --local: pip-install the code's requirements.txt into the local job's folder.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 def submit_cmd(
     entry: str,
@@ -181,6 +186,7 @@ def submit_cmd(
     local: bool,
     timeout: float | None,
     log_dir: str | None,
+    install_requirements: bool,
     as_json: bool,
 ) -> None:
     """Submit ENTRY to SageMaker as N instances x n MPI processes.
@@ -203,6 +209,8 @@ def submit_cmd(
         raise BadInput("--timeout", timeout, "seconds > 0, with --local")
     if log_dir is not None and not local:
         raise BadInput("--log-dir", log_dir, "a folder, with --local")
+    if install_requirements and not local:
+        raise BadInput("--install-requirements", True, "only with --local")
     if stop_on_interrupt and (not wait or dry_run or local):
         raise BadInput("--stop-on-interrupt", True, "only when following a submitted job (--wait)")
     kwargs: dict[str, Any] = dict(
@@ -240,7 +248,11 @@ def submit_cmd(
         _echo_err(f"smmpi: warning: {note}")
     if local:
         local_job = job.submit(
-            local=True, timeout=timeout, log_dir=log_dir, out=sys.stderr if as_json else None
+            local=True,
+            timeout=timeout,
+            log_dir=log_dir,
+            out=sys.stderr if as_json else None,
+            install_requirements=install_requirements,
         )
         if as_json:
             click.echo(json.dumps(local_job.record, indent=2, default=str))

@@ -337,6 +337,8 @@ def test_local_bad_input_creates_nothing(env: dict[str, str], tmp_path: Path) ->
         (["--timeout", "5"], "--timeout"),
         (["--local", "--timeout", "0"], "--timeout"),
         (["--local", "--ppn", "0"], "ppn"),
+        (["--install-requirements"], "--install-requirements"),
+        (["--local", "--input", "train=file:///no/such/folder"], "inputs.train"),
     ):
         base = ["submit", "demo", "--instances", "2"]
         if "--ppn" not in args:
@@ -402,3 +404,23 @@ def test_requirements_reported_and_installed_only_when_asked(
     assert installed.status == "Completed", installed.record.get("FailureReason")
     assert out.count("dependency ok on rank") == 2
     assert (installed.folder / "site-packages" / "smmpi_tinypkg.py").is_file()
+
+    cli = smmpi(
+        [
+            "submit",
+            str(src / "uses_dep.py"),
+            "--source-dir",
+            str(src),
+            "-N",
+            "2",
+            "-n",
+            "1",
+            "--local",
+            "--install-requirements",
+            "--job-name",
+            "with-deps",
+        ],
+        local_env,
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.count("dependency ok on rank") == 2
