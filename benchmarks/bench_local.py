@@ -13,6 +13,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ BIN = Path(sys.executable).parent
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
+    env.setdefault("SMMPI_LOCAL_JOBS", os.path.join(tempfile.gettempdir(), "smmpi-bench-jobs"))
     env.update(
         OMPI_ALLOW_RUN_AS_ROOT="1",
         OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
