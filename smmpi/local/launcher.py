@@ -63,6 +63,18 @@ if _d and _r is not None:
         _os.close(_fd)
         _smmpi_stack_file = open(_os.path.join(_d, "rank-%s.stack" % _r), "w")
         _fh.register(_signal.SIGUSR1, file=_smmpi_stack_file, all_threads=True)
+
+# This file shadows any other sitecustomize.py: run the next one on sys.path, as Python would have.
+import sys as _sys
+
+_here = _os.path.dirname(_os.path.abspath(__file__))
+for _p in _sys.path:
+    _next = _os.path.join(_p or ".", "sitecustomize.py")
+    if _os.path.abspath(_p or ".") != _here and _os.path.isfile(_next):
+        with open(_next) as _f:
+            _code = compile(_f.read(), _next, "exec")
+        exec(_code, {"__name__": "sitecustomize", "__file__": _next})
+        break
 """
 
 
