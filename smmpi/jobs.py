@@ -22,7 +22,7 @@ from typing import Any
 
 from smmpi import config
 from smmpi.errors import BadInput, SmmpiError
-from smmpi.logs import FailureScan, LineAssembler, Tagged
+from smmpi.logs import FailureScan, LineAssembler, Tagged, is_tagged
 
 #: The tag the submission code puts on every training job smmpi creates;
 #: ``smmpi jobs`` lists only jobs that carry it.
@@ -438,14 +438,17 @@ class JobLog:
         for stream, reader in self.readers.items():
             assembler = self.assemblers[stream]
             for raw in reader.read():
-                self.scan.feed(raw)
-                done = assembler.feed(raw)
-                if done:
-                    out.extend(_tagged(reader.host, t) for t in done)
-                else:  # untagged: the container toolkit's or mpirun's own line
+                if not is_tagged(raw):  # the container toolkit's or mpirun's own line
+                    self.scan.feed_untagged(raw)
                     out.append(LogLine(reader.host, None, "raw", raw))
+                    continue
+                for t in assembler.feed(raw):  # [] while a rank's line is still partial
+                    self.scan.feed_tagged(t)
+                    out.append(_tagged(reader.host, t))
             if final:
-                out.extend(_tagged(reader.host, t) for t in assembler.flush())
+                for t in assembler.flush():
+                    self.scan.feed_tagged(t)
+                    out.append(_tagged(reader.host, t))
         return out
 
 

@@ -1,6 +1,7 @@
-"""Tagged MPI output: parse ``[1,r]<stdout>:`` lines, demux them by rank, find why a rank failed.
+"""Tagged MPI output: rebuild each rank's lines from ``[1,r]<stdout>:`` output, find who failed.
 
-One parser for local runs and for SageMaker's CloudWatch streams. Open MPI 4
+One parser for local runs and for SageMaker's CloudWatch streams
+(:class:`LineAssembler`, :class:`FailureScan`). Open MPI 4
 (SageMaker's containers) writes ``[1,3]<stdout>:text``; Open MPI 5 writes
 ``[1,3]<stdout>: text``. Both are accepted; the text is returned without the
 one separating space Open MPI 5 adds.
@@ -9,12 +10,8 @@ one separating space Open MPI 5 adds.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-_TAG_RE = re.compile(
-    r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?P<stream>stdout|stderr|stddiag)>:(?P<text>.*)"
-)
 _ABORT_RE = re.compile(r"MPI_ABORT was invoked on rank (?P<rank>\d+) in communicator")
 _ERRORCODE_RE = re.compile(r"^\s*Errorcode: (?P<code>-?\d+)")
 _EXIT_RE = re.compile(
@@ -33,108 +30,12 @@ class Tagged:
     text: str
 
 
-def parse_line(line: str) -> Tagged | None:
-    """Split one tagged line; None for untagged lines (mpirun's own messages).
-
-    A line may hold several tags when a rank printed without a newline
-    (seed 004: ``[1,1]<stdout>:I received some data: [1,1]<stdout>:[0 1 2]``);
-    the text keeps everything after the first tag, minus the repeated tags of
-    the same rank.
-    """
-    m = _TAG_RE.match(line)
-    if not m:
-        return None
-    rank = int(m["rank"])
-    text = m["text"]
-    text = text[1:] if text.startswith(" ") else text
-    own = f"[{m['job']},{rank}]<{m['stream']}>:"
-    if own in text:
-        text = "".join(part[1:] if part.startswith(" ") else part for part in text.split(own))
-    return Tagged(rank, m["stream"], text.rstrip("\r\n"))
-
-
-def demux(lines: Iterable[str]) -> dict[int, list[Tagged]]:
-    """Group tagged lines by rank, in order; untagged lines are dropped."""
-    out: dict[int, list[Tagged]] = {}
-    for line in lines:
-        tagged = parse_line(line)
-        if tagged is not None:
-            out.setdefault(tagged.rank, []).append(tagged)
-    return out
-
-
-@dataclass
-class FailureScan:
-    """Reads a run's output as it goes and names the rank that failed, and why."""
-
-    exceptions: dict[int, str] = field(default_factory=dict)
-    order: list[int] = field(default_factory=list)
-    aborted_rank: int | None = None
-    abort_code: int | None = None
-    signalled: dict[int, int] = field(default_factory=dict)
-    _in_traceback: dict[int, bool] = field(default_factory=dict)
-
-    def feed(self, line: str) -> None:
-        tagged = parse_line(line)
-        text = tagged.text if tagged else line.rstrip("\n")
-        m = _ABORT_RE.search(text)
-        if m and self.aborted_rank is None:
-            self.aborted_rank = int(m["rank"])
-        m = _ERRORCODE_RE.match(text)
-        if m and self.abort_code is None and self.aborted_rank is not None:
-            self.abort_code = int(m["code"])
-        m = _EXIT_RE.search(text)
-        if m:
-            self.signalled.setdefault(int(m["rank"]), int(m["sig"]))
-        if tagged is None or tagged.stream == "stdout":
-            return
-        rank = tagged.rank
-        if text.startswith("Traceback (most recent call last):"):
-            self._in_traceback[rank] = True
-            return
-        if self._in_traceback.get(rank):
-            if text.startswith((" ", "\t")) or not text:
-                return
-            exc = _EXC_RE.match(text)
-            if exc:
-                self.exceptions[rank] = text.strip()
-                if rank not in self.order:
-                    self.order.append(rank)
-                self._in_traceback[rank] = False
-
-    def failed_rank(self) -> int | None:
-        """The rank to blame: the one that raised first, else the one that called abort."""
-        if self.order:
-            if self.aborted_rank is not None and self.aborted_rank in self.exceptions:
-                return self.aborted_rank
-            return self.order[0]
-        if self.aborted_rank is not None:
-            return self.aborted_rank
-        if self.signalled:
-            return min(self.signalled)
-        return None
-
-    def reason(self, rank: int) -> str:
-        if rank in self.exceptions:
-            return self.exceptions[rank]
-        if rank == self.aborted_rank and self.abort_code is not None:
-            return f"exit code {self.abort_code} (MPI_Abort)"
-        if rank in self.signalled:
-            return f"killed by signal {self.signalled[rank]}"
-        return "exited abnormally"
-
-
-def iter_rank_text(
-    lines: Iterable[str], rank: int, streams: tuple[str, ...] = ("stdout", "stderr")
-) -> Iterator[str]:
-    """The text one rank wrote, in order."""
-    for line in lines:
-        tagged = parse_line(line)
-        if tagged is not None and tagged.rank == rank and tagged.stream in streams:
-            yield tagged.text
-
-
 _ANY_TAG_RE = re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?P<stream>stdout|stderr|stddiag)>:")
+
+
+def is_tagged(line: str) -> bool:
+    """True for a line a rank wrote (it starts with a tag), False for mpirun's own."""
+    return _ANY_TAG_RE.match(line) is not None
 
 
 def split_tags(line: str) -> list[Tagged]:
@@ -189,3 +90,77 @@ class LineAssembler:
         rest = [Tagged(rank, stream, text) for (rank, stream), text in self._pending.items()]
         self._pending.clear()
         return rest
+
+
+@dataclass
+class FailureScan:
+    """Reads a run's output as it goes and names the rank that failed, and why."""
+
+    exceptions: dict[int, str] = field(default_factory=dict)
+    order: list[int] = field(default_factory=list)
+    aborted_rank: int | None = None
+    abort_code: int | None = None
+    signalled: dict[int, int] = field(default_factory=dict)
+    _in_traceback: dict[int, bool] = field(default_factory=dict)
+
+    _lines: LineAssembler = field(default_factory=LineAssembler, repr=False)
+
+    def feed(self, line: str) -> None:
+        """One physical line of mpirun's output, tagged or not."""
+        if is_tagged(line):
+            for tagged in self._lines.feed(line):
+                self.feed_tagged(tagged)
+        else:
+            self.feed_untagged(line)
+
+    def feed_untagged(self, text: str) -> None:
+        """A line of mpirun's own (or the container toolkit's)."""
+        text = text.rstrip("\n")
+        m = _ABORT_RE.search(text)
+        if m and self.aborted_rank is None:
+            self.aborted_rank = int(m["rank"])
+        m = _ERRORCODE_RE.match(text)
+        if m and self.abort_code is None and self.aborted_rank is not None:
+            self.abort_code = int(m["code"])
+        m = _EXIT_RE.search(text)
+        if m:
+            self.signalled.setdefault(int(m["rank"]), int(m["sig"]))
+
+    def feed_tagged(self, tagged: Tagged) -> None:
+        """One whole line a rank wrote (as :class:`LineAssembler` rebuilds them)."""
+        self.feed_untagged(tagged.text)  # Open MPI 5 tags its abort notice with the rank
+        if tagged.stream == "stdout":
+            return
+        rank, text = tagged.rank, tagged.text
+        if text.startswith("Traceback (most recent call last):"):
+            self._in_traceback[rank] = True
+            return
+        if self._in_traceback.get(rank):
+            if text.startswith((" ", "\t")) or not text:
+                return
+            if _EXC_RE.match(text):
+                self.exceptions[rank] = text.strip()
+                if rank not in self.order:
+                    self.order.append(rank)
+                self._in_traceback[rank] = False
+
+    def failed_rank(self) -> int | None:
+        """The rank to blame: the one that raised first, else the one that called abort."""
+        if self.order:
+            if self.aborted_rank is not None and self.aborted_rank in self.exceptions:
+                return self.aborted_rank
+            return self.order[0]
+        if self.aborted_rank is not None:
+            return self.aborted_rank
+        if self.signalled:
+            return min(self.signalled)
+        return None
+
+    def reason(self, rank: int) -> str:
+        if rank in self.exceptions:
+            return self.exceptions[rank]
+        if rank == self.aborted_rank and self.abort_code is not None:
+            return f"exit code {self.abort_code} (MPI_Abort)"
+        if rank in self.signalled:
+            return f"killed by signal {self.signalled[rank]}"
+        return "exited abnormally"

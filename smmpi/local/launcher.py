@@ -35,7 +35,7 @@ from typing import IO, TYPE_CHECKING
 from smmpi.local.layout import HostDirs, JobShape, host_dirs, host_of_rank, sm_env, write_config
 from smmpi.local.mpi import Launcher, check_mpi4py, find_launcher
 from smmpi.local.translate import local_flags
-from smmpi.logs import FailureScan, parse_line
+from smmpi.logs import FailureScan, LineAssembler, Tagged, is_tagged
 from smmpi.plan import parse_custom_mpi_options
 
 if TYPE_CHECKING:
@@ -138,48 +138,49 @@ def mpirun_argv(
 
 
 class _Output:
-    """Echo mpirun's output (tags as in SageMaker's log), demux it per rank, scan for failures."""
+    """Echo mpirun's output (tags as in SageMaker's log), demux it per rank, scan for failures.
 
-    def __init__(self, shape: JobShape, log_dir: Path | None, out: IO[str], err: IO[str]) -> None:
-        self.shape, self.out, self.err = shape, out, err
+    Each rank's lines are rebuilt by :class:`LineAssembler`, as ``smmpi logs``
+    does for CloudWatch, so a rank that prints without a newline never lends
+    its words to another rank's line or log file.
+    """
+
+    def __init__(self, world_size: int, log_dir: Path | None) -> None:
         self.scan = FailureScan()
         self.lock = threading.Lock()
         self.files: dict[int, IO[str]] = {}
-        self.log_dir = log_dir
         self.untagged: IO[str] | None = None
         if log_dir is not None:
             log_dir.mkdir(parents=True, exist_ok=True)
             self.untagged = open(log_dir / "mpirun.log", "w", encoding="utf-8")
-            for rank in range(shape.world_size):  # one file per rank, even a silent one
-                self._rank_file(rank)
+            for rank in range(world_size):  # one file per rank, even a silent one
+                self.files[rank] = open(log_dir / f"rank-{rank}.log", "w", encoding="utf-8")
 
-    def _rank_file(self, rank: int) -> IO[str] | None:
-        if self.log_dir is None:
-            return None
-        if rank not in self.files:
-            self.files[rank] = open(
-                self.log_dir / f"rank-{rank}.log",
-                "w",
-                encoding="utf-8",
-            )
-        return self.files[rank]
+    def _emit(self, tagged: Tagged, echo: IO[str]) -> None:
+        self.scan.feed_tagged(tagged)
+        echo.write(f"[1,{tagged.rank}]<{tagged.stream}>:{tagged.text}\n")
+        f = self.files.get(tagged.rank)
+        if f is not None:
+            f.write(tagged.text + "\n")
 
     def pump(self, stream: IO[bytes], echo: IO[str]) -> None:
+        lines = LineAssembler()  # one per pipe: stdout and stderr interleave independently
         for raw in iter(stream.readline, b""):
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            tagged = parse_line(line)
             with self.lock:
-                self.scan.feed(line)
-                if tagged is not None:
-                    echo.write(f"[1,{tagged.rank}]<{tagged.stream}>:{tagged.text}\n")
-                    f = self._rank_file(tagged.rank)
-                    if f is not None:
-                        f.write(tagged.text + "\n")
+                if is_tagged(line):
+                    for tagged in lines.feed(line):
+                        self._emit(tagged, echo)
                 else:
+                    self.scan.feed_untagged(line)
                     echo.write(line + "\n")
                     if self.untagged is not None:
                         self.untagged.write(line + "\n")
                 echo.flush()
+        with self.lock:
+            for tagged in lines.flush():
+                self._emit(tagged, echo)
+            echo.flush()
 
     def close(self) -> None:
         for f in self.files.values():
@@ -299,7 +300,7 @@ def execute(
     check_mpi4py(python)
     argv = mpirun_argv(shape, run_dir, launcher, python, extra_env, extra_paths)
     env = {**os.environ, **launcher.env()}
-    output = _Output(shape, log_dir, out, err)
+    output = _Output(shape.world_size, log_dir)
     start = time.monotonic()
     proc = subprocess.Popen(
         argv,
