@@ -106,9 +106,8 @@ class Program:
         seen: set[str] = set()
         for path in sorted(self.source_dir.rglob("*")):
             rel = path.relative_to(self.source_dir)
-            if any(part in EXCLUDED_DIRS for part in rel.parts[:-1]) or not path.is_file():
-                continue
-            if rel.parts[0] in EXCLUDED_DIRS or path.name.endswith(EXCLUDED_SUFFIXES):
+            excluded = any(part in EXCLUDED_DIRS for part in rel.parts[:-1])
+            if excluded or not path.is_file() or path.name.endswith(EXCLUDED_SUFFIXES):
                 continue
             seen.add(rel.as_posix())
             yield path, rel.as_posix()

@@ -23,13 +23,13 @@ from typing import Any
 from smmpi import config
 from smmpi.errors import BadInput, SmmpiError
 from smmpi.logs import FailureScan, LineAssembler, Tagged, is_tagged
+from smmpi.spec import JOB_NAME_RE, SMMPI_TAG_KEY, SMMPI_TAG_VALUE
 
 #: The tag the submission code puts on every training job smmpi creates;
 #: ``smmpi jobs`` lists only jobs that carry it.
-SMMPI_TAG = ("smmpi:managed", "true")
+SMMPI_TAG = (SMMPI_TAG_KEY, SMMPI_TAG_VALUE)
 
-#: SageMaker's own rule for training job names.
-JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+#: SageMaker's own rule for training job names (the pattern lives with the spec's checks).
 JOB_NAME_RULE = "1-63 letters, digits and hyphens, starting and ending with a letter or digit"
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
@@ -524,7 +524,8 @@ def follow(
 # ---------------------------------------------------------------- fetch
 
 
-def _split_s3(uri: str) -> tuple[str, str]:
+def split_s3(uri: str) -> tuple[str, str]:
+    """(bucket, key) of an ``s3://bucket/key`` URI."""
     if not uri.startswith("s3://"):
         raise SmmpiError(f"not an S3 URI: {uri}")
     bucket, _, key = uri[5:].partition("/")
@@ -587,7 +588,7 @@ def fetch(sm: Any, s3: Any, name: str, to: Path, region: str | None = None) -> l
     results: list[Fetched] = []
     to.mkdir(parents=True, exist_ok=True)
     for kind, uri in artifact_uris(d).items():
-        bucket, key = _split_s3(uri)
+        bucket, key = split_s3(uri)
         archive = to / f"{kind}.tar.gz"
         with aws_errors():
             try:

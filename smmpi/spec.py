@@ -639,9 +639,3 @@ class MPIJob:
     def run_local(self, **local_options: Any) -> LocalJob:
         """Run here, Docker-free, at the same world size: ``submit(local=True)``."""
         return self.submit(local=True, **local_options)
-
-
-class NotSupported(SmmpiError):
-    """A feature that is planned but not there yet (exit code 2: nothing ran)."""
-
-    exit_code = 2

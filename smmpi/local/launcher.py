@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from smmpi.local.layout import HostDirs, JobShape, host_dirs, host_of_rank, sm_env, write_config
-from smmpi.local.mpi import Launcher, check_mpi4py, find_launcher
+from smmpi.local.mpi import Launcher, preflight
 from smmpi.local.translate import local_flags
 from smmpi.logs import FailureScan, LineAssembler, Tagged, is_tagged
 from smmpi.plan import parse_custom_mpi_options
@@ -296,8 +296,7 @@ def execute(
     """Run the prepared job under supervision and say how it ended."""
     out = out or sys.stdout
     err = err or sys.stderr
-    launcher = find_launcher()
-    check_mpi4py(python)
+    launcher = preflight(python)
     argv = mpirun_argv(shape, run_dir, launcher, python, extra_env, extra_paths)
     env = {**os.environ, **launcher.env()}
     output = _Output(shape.world_size, log_dir)
@@ -420,8 +419,7 @@ class LocalRun:
 
     def run(self) -> RunResult:
         err = self.err or sys.stderr
-        find_launcher()  # fail on a missing MPI before creating anything
-        check_mpi4py()
+        preflight()  # fail on a missing MPI before creating anything
         shape = self.shape()
         run_dir = Path(tempfile.mkdtemp(prefix="smmpi-run-"))
         try:

@@ -28,19 +28,6 @@ def host_of_rank(rank: int, ppn: int, instances: int) -> str:
     return host_name(min(rank // ppn, instances - 1))
 
 
-def cmd_args(hyperparameters: Mapping[str, Any]) -> list[str]:
-    """Hyperparameters as script arguments, as the toolkit's ``mapping.to_cmd_args`` does."""
-    args: list[str] = []
-    for key in sorted(hyperparameters):
-        value = hyperparameters[key]
-        args.append(f"--{key}" if len(key) > 1 else f"-{key}")
-        if isinstance(value, Mapping):
-            args.append(",".join(f"{k}={v}" for k, v in sorted(value.items())))
-        else:
-            args.append(value if isinstance(value, str) else json.dumps(value))
-    return args
-
-
 def on_host(value: Any, dirs: HostDirs | None) -> Any:
     """A value naming a container path (``/opt/ml/...``) as that path on an emulated host."""
     if dirs is None or not isinstance(value, str):
@@ -68,7 +55,7 @@ class JobShape:
     instances: int
     ppn: int
     hyperparameters: Mapping[str, Any] = field(default_factory=dict)  # user-visible (SM_HPS)
-    user_args: Sequence[str] | None = None  # None: derived from hyperparameters
+    user_args: Sequence[str] = ()  # the script's arguments (the request's: plan.program_args)
     custom_mpi_options: str = ""
     channels: Mapping[str, str] = field(default_factory=dict)  # name -> content type or ""
     environment: Mapping[str, str] = field(default_factory=dict)  # the job's Environment
@@ -92,10 +79,7 @@ class JobShape:
 
     def args(self, dirs: HostDirs | None = None) -> list[str]:
         """The script's arguments on one host (container paths moved under its tree)."""
-        args = (
-            list(self.user_args) if self.user_args is not None else cmd_args(self.hyperparameters)
-        )
-        return [on_host(a, dirs) for a in args]
+        return [on_host(a, dirs) for a in self.user_args]
 
     def host_hyperparameters(self, dirs: HostDirs) -> dict[str, Any]:
         return {k: on_host(v, dirs) for k, v in self.hyperparameters.items()}
@@ -162,14 +146,9 @@ def host_dirs(run_dir: Path, host: str) -> HostDirs:
     return HostDirs(run_dir / host / "opt" / "ml")
 
 
-def write_config(
-    dirs: HostDirs,
-    shape: JobShape,
-    host: str,
-    hyperparameters_json: Mapping[str, str] | None = None,
-) -> None:
-    """The files SageMaker writes to ``/opt/ml/input/config`` on each instance."""
-    resource = {
+def resource_config(shape: JobShape, host: str) -> dict[str, Any]:
+    """``resourceconfig.json``, which the toolkit also exports as ``SM_RESOURCE_CONFIG``."""
+    return {
         "current_host": host,
         "current_instance_type": shape.instance_type,
         "current_group_name": "homogeneousCluster",
@@ -183,12 +162,11 @@ def write_config(
         ],
         "network_interface_name": "eth0",
     }
-    hps = (
-        hyperparameters_json
-        if hyperparameters_json is not None
-        else {k: json.dumps(v) for k, v in shape.hyperparameters.items()}
-    )
-    channels = {
+
+
+def input_data_config(shape: JobShape) -> dict[str, Any]:
+    """``inputdataconfig.json``, which the toolkit also exports as ``SM_INPUT_DATA_CONFIG``."""
+    return {
         name: ({"ContentType": ctype} if ctype else {})
         | {
             "TrainingInputMode": "File",
@@ -197,10 +175,24 @@ def write_config(
         }
         for name, ctype in shape.channels.items()
     }
+
+
+def write_config(
+    dirs: HostDirs,
+    shape: JobShape,
+    host: str,
+    hyperparameters_json: Mapping[str, str] | None = None,
+) -> None:
+    """The files SageMaker writes to ``/opt/ml/input/config`` on each instance."""
+    hps = (
+        hyperparameters_json
+        if hyperparameters_json is not None
+        else {k: json.dumps(v) for k, v in shape.hyperparameters.items()}
+    )
     for name, content in (
-        ("resourceconfig.json", resource),
+        ("resourceconfig.json", resource_config(shape, host)),
         ("hyperparameters.json", hps),
-        ("inputdataconfig.json", channels),
+        ("inputdataconfig.json", input_data_config(shape)),
     ):
         (dirs.config / name).write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
 
@@ -215,17 +207,8 @@ def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
         "sagemaker_mpi_num_of_processes_per_host": shape.ppn,
         "sagemaker_mpi_custom_mpi_options": shape.custom_mpi_options,
     }
-    resource = {
-        "current_host": host,
-        "current_instance_type": shape.instance_type,
-        "current_group_name": "homogeneousCluster",
-        "hosts": hosts,
-        "network_interface_name": "eth0",
-    }
-    input_data_config = {
-        name: ({"ContentType": c} if c else {}) | {"TrainingInputMode": "File"}
-        for name, c in shape.channels.items()
-    }
+    resource = resource_config(shape, host)
+    input_data = input_data_config(shape)
     training_env: dict[str, Any] = {
         "additional_framework_parameters": framework_params,
         "channel_input_dirs": channel_dirs,
@@ -235,7 +218,7 @@ def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
         "hosts": hosts,
         "hyperparameters": shape.host_hyperparameters(dirs),
         "input_config_dir": str(dirs.config),
-        "input_data_config": input_data_config,
+        "input_data_config": input_data,
         "input_dir": str(dirs.input),
         "is_master": host == hosts[0],
         "job_name": shape.job_name,
@@ -260,7 +243,7 @@ def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
         "user_entry_point": shape.script,
         "framework_params": framework_params,
         "resource_config": resource,
-        "input_data_config": input_data_config,
+        "input_data_config": input_data,
         "output_data_dir": str(dirs.output_data),
         "channels": sorted(channel_dirs),
         "current_host": host,

@@ -67,6 +67,7 @@ def find_launcher() -> Launcher:
     return Launcher(mpirun, implementation, major)
 
 
+@lru_cache(maxsize=4)
 def check_mpi4py(python: str = sys.executable) -> None:
     """Fail before launching if the ranks' Python cannot import mpi4py."""
     if python == sys.executable:
@@ -77,3 +78,10 @@ def check_mpi4py(python: str = sys.executable) -> None:
     elif subprocess.run([python, "-c", "import mpi4py"], capture_output=True).returncode == 0:
         return
     raise MPINotFound(f"mpi4py is not importable by {python}: {INSTALL_HINT}")
+
+
+def preflight(python: str = sys.executable) -> Launcher:
+    """The launcher, once mpirun and the ranks' mpi4py are known to be there (both cached)."""
+    launcher = find_launcher()
+    check_mpi4py(python)
+    return launcher
