@@ -2,6 +2,9 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# checkov pins its own boto3 (older than the SageMaker SDK needs), so it lives in a venv of its own.
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV_VERSION := 3.3.30
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
@@ -21,12 +24,21 @@ $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
+$(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION):
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install -q 'checkov==$(CHECKOV_VERSION)'
+	touch $@
+
 demo: $(VENV)/.installed
 	$(BIN)/smmpi submit demo --instances 3 --ppn 2 --local
 
-lint: $(VENV)/.installed-dev
+lint: $(VENV)/.installed-dev $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 	$(BIN)/ruff check smmpi entry_points tests benchmarks
 	$(BIN)/ruff format --check smmpi entry_points tests benchmarks
+	$(BIN)/cfn-lint --include-checks I -- infra/smmpi.yaml
+	# --skip-download: no call to the vendor's platform; skips need a comment in the template
+	$(CHECKOV_VENV)/bin/checkov --directory infra --framework cloudformation --compact --quiet \
+		--skip-download
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
@@ -40,4 +52,4 @@ bench: $(VENV)/.installed-dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) build dist .pytest_cache .mypy_cache .ruff_cache

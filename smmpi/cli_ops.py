@@ -273,9 +273,10 @@ def infra_delete_cmd(stack_name: str, yes: bool, region: str | None) -> None:
     kept = infra.delete(cfn, stack_name, progress=lambda msg: click.echo(msg, err=True))
     click.echo(f"deleted stack {stack_name}")
     if kept:
+        logs = f", and bucket {kept[1]} with its access logs" if len(kept) > 1 else ""
         click.echo(
-            f"bucket {kept} was kept with its job data; remove it with "
-            f"`aws s3 rb s3://{kept} --force` when no longer needed"
+            f"bucket {kept[0]} was kept with its job data{logs}; when no longer needed, "
+            "delete every object version, then the bucket"
         )
 
 

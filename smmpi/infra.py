@@ -193,13 +193,17 @@ def delete(
     poll: float = 5.0,
     timeout: float = 1800.0,
     progress: Callable[[str], None] = lambda _msg: None,
-) -> str | None:
-    """Delete the stack and forget its outputs; returns the bucket left behind (Retain)."""
+) -> list[str]:
+    """Delete the stack and forget its outputs; returns the buckets left behind (Retain).
+
+    The job bucket comes first, then its access-log bucket.
+    """
     with aws_errors():
         current = _stack(cfn, stack)
         if current is None:
             raise SmmpiError(f"no stack {stack} in {cfn.meta.region_name}; nothing to delete")
-        bucket = _outputs(current).get("BucketName")
+        outputs = _outputs(current)
+        kept = [outputs[k] for k in ("BucketName", "AccessLogBucketName") if outputs.get(k)]
         cfn.delete_stack(StackName=stack)
         final = _wait(cfn, stack, poll, timeout, progress)
         if final is not None and final["StackStatus"] != "DELETE_COMPLETE":
@@ -207,4 +211,4 @@ def delete(
     saved = config.load()
     if saved.get("stack") == stack:
         config.save({key: None for key in CONFIG_KEYS if key != "region"})
-    return bucket
+    return kept

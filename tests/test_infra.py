@@ -124,6 +124,30 @@ def test_bucket_is_encrypted_private_tls_only_and_expires_old_data() -> None:
     assert resources["JobBucket"]["DeletionPolicy"] == "Retain"
 
 
+def test_bucket_is_versioned_and_logs_access_to_a_log_bucket() -> None:
+    """checkov's CKV_AWS_21 and CKV_AWS_18, fixed in the template (`make lint` runs checkov)."""
+    resources = load_template()["Resources"]
+    bucket = resources["JobBucket"]
+    props = bucket["Properties"]
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    rule = props["LifecycleConfiguration"]["Rules"][0]
+    assert rule["NoncurrentVersionExpiration"] == {
+        "NoncurrentDays": {"Ref": "DeletedDataRetentionDays"}
+    }
+    assert props["LoggingConfiguration"]["DestinationBucketName"] == {"Ref": "AccessLogBucket"}
+    assert bucket["DependsOn"] == "AccessLogBucketPolicy"
+    logs = resources["AccessLogBucket"]
+    assert logs["DeletionPolicy"] == "Retain"
+    assert logs["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
+    (skip,) = logs["Metadata"]["checkov"]["skip"]
+    assert skip["id"] == "CKV_AWS_18" and "access-log bucket" in skip["comment"]
+    allow, deny = resources["AccessLogBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert allow["Principal"] == {"Service": "logging.s3.amazonaws.com"}
+    assert allow["Action"] == "s3:PutObject"
+    assert allow["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
 def test_security_group_admits_only_its_own_members() -> None:
     template = load_template()
     resources = template["Resources"]
@@ -174,7 +198,13 @@ def test_deploy_creates_role_and_bucket_and_saves_them(
         "Rules"
     ]
     assert rules[0]["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+    # moto's CloudFormation ignores versioning and logging settings; the template test checks them
+    (stack,) = moto_server.boto3_client("cloudformation").describe_stacks()["Stacks"]
+    log_bucket = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}["AccessLogBucketName"]
+    assert log_bucket != saved["bucket"]
+    s3.head_bucket(Bucket=log_bucket)
     assert done.stdout.splitlines() == [
+        f"AccessLogBucketName: {log_bucket}",
         f"BucketName: {saved['bucket']}",
         f"RoleArn: {saved['role']}",
         f"saved role and bucket to {env['SMMPI_CONFIG']}",
@@ -246,6 +276,7 @@ def test_show_and_delete(moto_server: MotoServer, env: dict[str, str]) -> None:
     assert deleted.returncode == 0, deleted.stderr
     assert deleted.stdout.splitlines()[0] == "deleted stack smmpi"
     assert f"bucket {saved['bucket']} was kept" in deleted.stdout
+    assert "with its access logs" in deleted.stdout
     assert json.loads(Path(env["SMMPI_CONFIG"]).read_text()) == {"region": "us-west-2"}
     assert moto_server.boto3_client("cloudformation").describe_stacks()["Stacks"] == [] or all(
         s["StackStatus"] == "DELETE_COMPLETE"
