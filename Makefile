@@ -5,6 +5,9 @@ BIN    := $(VENV)/bin
 # checkov pins its own boto3 (older than the SageMaker SDK needs), so it lives in a venv of its own.
 CHECKOV_VENV ?= .venv-checkov
 CHECKOV_VERSION := 3.3.30
+# The real container code (the oracle of tests/oracle), in its own venv: the TensorFlow
+# toolkit pins sagemaker-training<=4.8.3 and numpy<1.24, which conflict with smmpi's.
+TOOLKIT_VENV ?= .venv-toolkit
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
@@ -29,6 +32,13 @@ $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION):
 	$(CHECKOV_VENV)/bin/pip install -q 'checkov==$(CHECKOV_VERSION)'
 	touch $@
 
+$(TOOLKIT_VENV)/.installed: tests/oracle/requirements.txt tests/oracle/requirements-nodeps.txt
+	$(PYTHON) -m venv $(TOOLKIT_VENV)
+	$(TOOLKIT_VENV)/bin/pip install -q --upgrade pip
+	$(TOOLKIT_VENV)/bin/pip install -q -r tests/oracle/requirements.txt
+	$(TOOLKIT_VENV)/bin/pip install -q --no-deps -r tests/oracle/requirements-nodeps.txt
+	touch $@
+
 demo: $(VENV)/.installed
 	$(BIN)/smmpi submit demo --instances 3 --ppn 2 --local
 
@@ -43,7 +53,7 @@ lint: $(VENV)/.installed-dev $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
-pytest: $(VENV)/.installed-dev
+pytest: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q
 
 test: lint typecheck pytest
@@ -52,4 +62,4 @@ bench: $(VENV)/.installed-dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(TOOLKIT_VENV) build dist .pytest_cache .mypy_cache .ruff_cache
