@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,16 +9,6 @@ import pytest
 
 from tests.oracle import matrix
 from tests.oracle.compare import Substitutions, argv_diff
-from tests.oracle.oracle import ask
-
-
-@pytest.fixture(scope="session")
-def differential(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Every matrix job built by smmpi and answered by the real toolkit, in one driver run."""
-    tmp = tmp_path_factory.mktemp("oracle")
-    built = {case.id: matrix.build(case, tmp) for case in matrix.CASES}
-    answer = ask([b.oracle_case for b in built.values()])
-    yield {"built": built, "answer": answer}
 
 
 def _subs(built: matrix.Built, master: dict[str, Any], ours: list[str]) -> Substitutions:
