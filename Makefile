@@ -49,6 +49,7 @@ lint: $(VENV)/.installed-dev $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 	# --skip-download: no call to the vendor's platform; skips need a comment in the template
 	$(CHECKOV_VENV)/bin/checkov --directory infra --framework cloudformation --compact --quiet \
 		--skip-download
+	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy

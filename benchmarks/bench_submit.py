@@ -32,7 +32,7 @@ HELP = [str(BIN / "smmpi"), "--help"]
 PLAN_CODE = """
 import time, statistics
 t0 = time.perf_counter()
-from smmpi.estimator import import_sdk
+from smmpi.sdk.session import import_sdk
 import_sdk()
 t1 = time.perf_counter()
 from smmpi.spec import MPIJob

@@ -10,6 +10,7 @@ ever described by where they came from, never printed.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -19,6 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from smmpi import config
+from smmpi.aws.clients import resolve_region
+from smmpi.aws.clients import session as aws_session
+from smmpi.aws.errors import MISSING_BUCKET, error_code
 
 _SMOKE = (
     "from mpi4py import MPI; c = MPI.COMM_WORLD; "
@@ -159,27 +163,16 @@ def mpi_checks(smoke: bool = True, timeout: float = 60.0) -> list[Check]:
     return checks
 
 
-def _error_code(err: Exception) -> str:
-    response = getattr(err, "response", None)
-    if isinstance(response, dict):
-        return str(response.get("Error", {}).get("Code", type(err).__name__))
-    return type(err).__name__
-
-
 def aws_checks(region: str | None = None) -> list[Check]:
     """Credentials (by source only), region, endpoint and identity, role and bucket."""
-    try:
-        import boto3
-    except ImportError:
+    if importlib.util.find_spec("boto3") is None:
         return [Check("aws", "fail", "boto3 is not installed", "pip install 'smmpi[aws]'")]
     from botocore.config import Config
-
-    from smmpi.jobs import resolve_region
 
     quick = Config(connect_timeout=5, read_timeout=15, retries={"max_attempts": 2})
     checks: list[Check] = []
     resolved = resolve_region(region)
-    session = boto3.session.Session(region_name=resolved)
+    session = aws_session(resolved)
     creds = session.get_credentials()
     if creds is None:
         checks.append(
@@ -226,7 +219,7 @@ def aws_checks(region: str | None = None) -> list[Check]:
                 Check(
                     "endpoint",
                     "fail",
-                    f"{where}: {_error_code(err)}",
+                    f"{where}: {error_code(err)}",
                     "refresh the credentials or check AWS_ENDPOINT_URL",
                 )
             )
@@ -246,7 +239,7 @@ def _role_check(session: Any, quick: Any) -> Check:
     try:
         session.client("iam", config=quick).get_role(RoleName=name)
     except Exception as err:
-        code = _error_code(err)
+        code = error_code(err)
         if code == "NoSuchEntity":
             return Check("role", "fail", f"{role} does not exist", fix)
         return Check(
@@ -268,8 +261,8 @@ def _bucket_check(session: Any, quick: Any) -> Check:
     try:
         session.client("s3", config=quick).head_bucket(Bucket=bucket)
     except Exception as err:
-        code = _error_code(err)
-        if code in {"404", "NoSuchBucket", "NotFound"}:
+        code = error_code(err)
+        if code in MISSING_BUCKET:
             return Check("bucket", "fail", f"{bucket} does not exist", fix)
         return Check(
             "bucket",

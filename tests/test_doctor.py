@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from smmpi.doctor import Check, parse_mpi_version
-from tests.conftest import BIN, MotoServer, smmpi
+from tests.helpers import BIN, MotoServer, smmpi
+
+pytestmark = pytest.mark.aws
 
 SECRET = "testing-secret-do-not-print"
 KEY_ID = "testing-AKIDEXAMPLE"

@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.conftest import ROOT, MotoServer
+from tests.helpers import ROOT, MotoServer
 
 NOTEBOOK = ROOT / "notebooks" / "mpi_on_sagemaker.ipynb"
 ROLE = "arn:aws:iam::123456789012:role/smmpi-nb"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, MotoServer
+from tests.helpers import ROOT, MotoServer
 
 README = ROOT / "README.md"
 _BLOCK_RE = re.compile(r"```(\w+)\n(.*?)```", re.S)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 
 def test_wheel_carries_and_finds_the_entry_points(env: dict[str, str], tmp_path: Path) -> None:

@@ -1,0 +1,111 @@
+"""The façade: one job, planned, run here, or submitted (the Python API and the CLI use it).
+
+``MPIJob.plan()``, ``.run_local()``, ``.submit()`` and ``.estimator()`` call
+these functions. Each chooses where progress goes (``err``, else this
+process's stderr): the runners themselves only report through a callback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from smmpi.catalog import resolve
+from smmpi.runners.base import Progress, RunOptions, writer
+from smmpi.runners.local.inputs import fetch_source
+from smmpi.runners.local.job import LocalJob, run_request
+from smmpi.runners.local.remote import describe_remote, request_from_description
+from smmpi.runners.local.runner import run_program
+from smmpi.runners.local.sdk import local_estimator, submit_local
+from smmpi.runners.local.supervise import RunResult
+from smmpi.runners.plan import Plan
+from smmpi.runners.plan import plan as plan_job
+from smmpi.runners.sagemaker.submit import Submission
+from smmpi.runners.sagemaker.submit import submit as submit_job
+from smmpi.sdk.estimator import build
+from smmpi.spec import MPIJob
+from smmpi.toolkit.shape import shape_from_program
+
+
+def options(
+    *,
+    timeout: float | None = None,
+    log_dir: str | Path | None = None,
+    keep: bool = True,
+    region: str | None = None,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+    install_requirements: bool = False,
+    progress: Progress | None = None,
+) -> RunOptions:
+    """Run options whose progress goes to ``progress``, else to ``err``, else to stderr."""
+    return RunOptions(
+        timeout=timeout,
+        log_dir=log_dir,
+        keep=keep,
+        region=region,
+        out=out,
+        err=err,
+        install_requirements=install_requirements,
+        progress=progress or writer(err or sys.stderr),
+    )
+
+
+def plan(job: MPIJob, *, job_name: str | None = None) -> Plan:
+    """The CreateTrainingJob request and container mpirun argv, offline (no credentials)."""
+    return plan_job(job, job_name=job_name)
+
+
+def run_local(job: MPIJob, *, job_name: str | None = None, **local_options: Any) -> LocalJob:
+    """The SDK's ``fit`` with its CreateTrainingJob answered by a run here (``submit --local``)."""
+    return submit_local(job, options(**local_options), job_name=job_name or job.job_name)
+
+
+def estimator(
+    job: MPIJob, *, offline: bool = False, local: bool = False, **local_options: Any
+) -> Any:
+    """The SDK estimator for ``job``; with ``local``, its ``fit`` runs the job here."""
+    if local:
+        return local_estimator(job, options(**local_options), job_name=job.job_name)
+    return build(job, offline=offline).estimator
+
+
+def submit(
+    job: MPIJob,
+    *,
+    wait: bool = True,
+    echo: Progress | None = None,
+    stop_on_interrupt: bool = False,
+    **more: Any,
+) -> Submission:
+    """Upload the source dir, create the training job on SageMaker, and follow it if ``wait``."""
+    return submit_job(job, wait=wait, echo=echo, stop_on_interrupt=stop_on_interrupt, **more)
+
+
+def run_from_job(name: str, *, region: str | None = None, **local_options: Any) -> LocalJob:
+    """A submitted job's request and uploaded ``sourcedir.tar.gz``, run here (``run --from-job``).
+
+    Its description and code come through clients that honour ``AWS_ENDPOINT_URL``.
+    """
+    description, s3 = describe_remote(name, region)
+    request = request_from_description(description)
+    source = fetch_source(request, s3)
+    return run_request(request, source, options(region=region, **local_options))
+
+
+def run_entry(
+    entry: str,
+    *,
+    instances: object = 1,
+    ppn: object = 2,
+    args: Sequence[str] = (),
+    source_dir: str | None = None,
+    **local_options: Any,
+) -> RunResult:
+    """``smmpi run``: a packaged entry point or a script on N emulated hosts x n processes."""
+    program = resolve(entry, source_dir)
+    shape = shape_from_program(program, instances, ppn, args)
+    local_options.setdefault("keep", False)
+    return run_program(program, shape, options(**local_options))

@@ -1,0 +1,60 @@
+"""The tar archives a job moves: packed reproducibly, extracted without leaving their folder."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from smmpi.errors import SmmpiError
+
+
+def pack(files: Iterable[tuple[Path, str]]) -> bytes:
+    """A ``.tar.gz`` of ``(path, archive name)`` pairs, reproducible byte for byte."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path, name in files:
+            data = path.read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as gz:
+        gz.write(raw.getvalue())
+    return out.getvalue()
+
+
+def tar_dirs(sources: list[Path], archive: Path) -> None:
+    """One archive of several folders merged (as the SDK's local mode merges hosts' dirs)."""
+    with tarfile.open(archive, "w:gz") as tar:
+        for src in sources:
+            for path in sorted(src.rglob("*")):
+                if path.is_file():
+                    tar.add(path, arcname=path.relative_to(src).as_posix())
+
+
+def extract(archive: Path | bytes, dest: Path, *, links: bool = False) -> list[Path]:
+    """Extract ``archive`` (a file or its bytes) into ``dest``; returns the regular files.
+
+    A member that would land outside ``dest`` or is a device is refused, and so
+    is any link unless ``links`` (a job's code may hold links inside itself).
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    name = archive.name if isinstance(archive, Path) else "archive"
+    source = tarfile.open(archive) if isinstance(archive, Path) else _open_bytes(archive)
+    with source as tar:
+        members = tar.getmembers()
+        for m in members:
+            target = (root / m.name).resolve()
+            inside = target == root or root in target.parents
+            if not inside or m.isdev() or (not links and (m.issym() or m.islnk())):
+                raise SmmpiError(f"{name}: refusing unsafe member {m.name!r}")
+        tar.extractall(root, filter="data")
+    return [root / m.name for m in members if m.isfile()]
+
+
+def _open_bytes(data: bytes) -> tarfile.TarFile:
+    return tarfile.open(fileobj=io.BytesIO(data), mode="r:*")

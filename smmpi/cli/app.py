@@ -1,0 +1,62 @@
+"""The ``smmpi`` group: one line per error, exit codes by kind, and ``entry-points``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from smmpi.errors import SmmpiError
+
+
+def _fail(err: SmmpiError) -> None:
+    click.echo(f"smmpi: {err}", err=True)
+    sys.exit(err.exit_code)
+
+
+class _Group(click.Group):
+    """Bad input is one line and exit code 2; smmpi's own errors are one line and their code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SmmpiError as err:
+            _fail(err)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.exceptions.BadParameter as err:
+            message = err.message if err.message.startswith("invalid ") else err.format_message()
+            click.echo(f"smmpi: {message}", err=True)
+            sys.exit(2)
+        except click.exceptions.UsageError as err:
+            click.echo(f"smmpi: {err.format_message()} (see --help)", err=True)
+            sys.exit(2)
+        except click.exceptions.Abort:
+            click.echo("smmpi: interrupted", err=True)
+            sys.exit(130)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="smmpi")
+def main() -> None:
+    """Run mpi4py programs on Amazon SageMaker as N instances x n processes.
+
+    Build the job once; print it (submit --dry-run), run it here Docker-free at
+    the same world size (run, submit --local), or submit it to SageMaker.
+    """
+
+
+@main.command("entry-points")
+def entry_points_cmd() -> None:
+    """List the packaged entry points, one line each."""
+    from smmpi.catalog import packaged
+
+    eps = packaged()
+    width = max(len(ep.name) for ep in eps)
+    for ep in eps:
+        click.echo(f"{ep.name:<{width}}  {ep.description}")

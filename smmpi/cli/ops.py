@@ -1,0 +1,195 @@
+"""CLI for operating submitted jobs: ``status``, ``jobs``, ``stop``, ``logs``, ``fetch``.
+
+Only click is imported at module level: boto3 and the rest load inside the
+commands, so ``smmpi --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from smmpi.cli.options import region_option
+
+
+@click.command("status")
+@click.argument("job")
+@region_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def status_cmd(job: str, region: str | None, as_json: bool) -> None:
+    """Show a submitted job's state, size, times and artifacts."""
+    from smmpi.aws.clients import clients
+    from smmpi.aws.facts import check_job_name
+    from smmpi.ops import status
+
+    check_job_name(job)
+    (sm,) = clients("sagemaker", region=region)
+    st = status.job_status(sm, job, region)
+    if as_json:
+        click.echo(json.dumps(st.as_dict(), sort_keys=True))
+    else:
+        click.echo("\n".join(st.lines()))
+
+
+@click.command("jobs")
+@region_option
+@click.option("--limit", type=int, default=20, show_default=True, help="At most this many jobs.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+def jobs_cmd(region: str | None, limit: int, as_json: bool) -> None:
+    """List the training jobs smmpi submitted (tagged smmpi:managed=true), newest first."""
+    from smmpi.aws.clients import clients
+    from smmpi.errors import BadInput
+    from smmpi.ops import listing
+
+    if limit < 1:
+        raise BadInput("limit", limit, "an integer >= 1")
+    (sm,) = clients("sagemaker", region=region)
+    found = listing.list_jobs(sm, limit=limit)
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "name": j.name,
+                        "status": j.status,
+                        "created": j.created.isoformat() if j.created else None,
+                    }
+                    for j in found
+                ]
+            )
+        )
+        return
+    if not found:
+        click.echo("no jobs submitted by smmpi", err=True)
+        return
+    width = max(len("JOB"), *(len(j.name) for j in found))
+    click.echo(f"{'JOB':<{width}}  {'STATUS':<10}  {'CREATED':<19}  TOOK")
+    for j in found:
+        click.echo(j.line(width))
+
+
+@click.command("stop")
+@click.argument("job")
+@region_option
+def stop_cmd(job: str, region: str | None) -> None:
+    """Stop a running job (a job that already ended is left alone)."""
+    from smmpi.aws.clients import clients
+    from smmpi.aws.facts import check_job_name
+    from smmpi.ops import status
+
+    check_job_name(job)
+    (sm,) = clients("sagemaker", region=region)
+    click.echo(status.stop(sm, job, region))
+
+
+@click.command("logs")
+@click.argument("job")
+@click.option("--rank", type=int, default=None, help="Only this rank's output.")
+@click.option(
+    "--host",
+    default=None,
+    metavar="algo-k",
+    help="Only this host's stream, including the container toolkit's own lines.",
+)
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until the job ends.")
+@click.option("--interval", type=float, default=5.0, show_default=True, hidden=True)
+@region_option
+def logs_cmd(
+    job: str, rank: int | None, host: str | None, follow: bool, interval: float, region: str | None
+) -> None:
+    """Print a job's output from CloudWatch, split by MPI rank.
+
+    Without options, each rank's lines come under a `==> rank R (algo-k) <==`
+    header. With --follow, lines print as they arrive, prefixed by their rank,
+    and the exit code is the job's (1 if it failed).
+    """
+    import re
+
+    from smmpi.aws.clients import clients
+    from smmpi.aws.facts import check_job_name
+    from smmpi.errors import BadInput
+    from smmpi.ops import cloudwatch, status
+
+    check_job_name(job)
+    if rank is not None and rank < 0:
+        raise BadInput("rank", rank, "an integer >= 0")
+    if host is not None and not re.fullmatch(r"algo-[1-9]\d*", host):
+        raise BadInput("host", host, "algo-1, algo-2, ... (one per instance)")
+    if interval <= 0:
+        raise BadInput("interval", interval, "seconds > 0")
+    sm, logs = clients("sagemaker", "logs", region=region)
+    st = status.job_status(sm, job, region)
+
+    def show(lines: list[cloudwatch.LogLine]) -> None:
+        for line in cloudwatch.select(lines, rank):
+            if rank is not None:
+                click.echo(line.text)
+            elif host is not None and line.rank is None:
+                click.echo(line.text)
+            else:
+                click.echo(line.render())
+
+    if host is not None:
+        every = cloudwatch.log_streams(logs, job)
+        if every and not any(cloudwatch.stream_host(s) == host for s in every):
+            hosts = ", ".join(sorted({cloudwatch.stream_host(s) for s in every}))
+            raise BadInput("host", host, hosts)
+
+    if follow:
+        try:
+            log = cloudwatch.JobLog(logs, job, host)
+            final = cloudwatch.follow(sm, logs, job, show, host=host, interval=interval, log=log)
+        except KeyboardInterrupt:
+            click.echo(
+                f"smmpi: stopped following; {job} keeps running (`smmpi stop {job}` stops it)",
+                err=True,
+            )
+            sys.exit(130)
+        for text in cloudwatch.failure_summary(final, log.scan):
+            click.echo(f"smmpi: {text}", err=True)
+        click.echo(f"smmpi: {job} {final.status}", err=True)
+        sys.exit(1 if final.status == "Failed" else 0)
+
+    log = cloudwatch.JobLog(logs, job, host)
+    lines = log.poll(final=True)
+    if not log.readers:
+        click.echo(f"smmpi: no logs yet for {job} ({st.status}: {st.secondary})", err=True)
+        return
+    if rank is not None or host is not None:
+        show(lines)
+        if rank is not None and not cloudwatch.select(lines, rank):
+            seen = sorted({ln.rank for ln in lines if ln.rank is not None})
+            click.echo(f"smmpi: no output from rank {rank}; ranks seen: {seen}", err=True)
+    else:
+        for text in cloudwatch.render_demuxed(lines, st.processes_per_host):
+            click.echo(text)
+    for text in cloudwatch.failure_summary(st, log.scan):
+        click.echo(f"smmpi: {text}", err=True)
+
+
+@click.command("fetch")
+@click.argument("job")
+@click.option(
+    "--to",
+    "to",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Directory to extract into (default: ./JOB).",
+)
+@region_option
+def fetch_cmd(job: str, to: str | None, region: str | None) -> None:
+    """Download a job's model and output archives and extract them (DIR/model, DIR/output)."""
+    from smmpi.aws.clients import clients
+    from smmpi.aws.facts import check_job_name
+    from smmpi.ops import artifacts
+
+    check_job_name(job)
+    sm, s3 = clients("sagemaker", "s3", region=region)
+    for got in artifacts.fetch(sm, s3, job, Path(to or job), region):
+        if got.directory is None:
+            click.echo(f"{got.kind}: no archive at {got.uri}", err=True)
+        else:
+            click.echo(f"{got.kind}: {len(got.files)} file(s) in {got.directory}")

@@ -1,0 +1,57 @@
+"""Option groups shared by several commands (one decorator applies the whole group)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+region_option = click.option(
+    "--region", default=None, help="AWS region (default: SMMPI_REGION, the config, AWS_REGION)."
+)
+
+
+def _group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(f: F) -> F:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+
+    return apply
+
+
+def local_run_options(
+    timeout_help: str, log_dir_help: str, requirements_help: str
+) -> Callable[[F], F]:
+    """``--timeout``, ``--log-dir``, ``--install-requirements``: how a local run goes."""
+    return _group(
+        click.option("--timeout", type=float, default=None, help=timeout_help),
+        click.option(
+            "--log-dir", type=click.Path(file_okay=False), default=None, help=log_dir_help
+        ),
+        click.option("--install-requirements", is_flag=True, help=requirements_help),
+    )
+
+
+def shape_options(instances_help: str, ppn_help: str, required: bool) -> Callable[[F], F]:
+    """``--instances/-N`` and ``--ppn/-n``, passed through as given: the spec checks them."""
+    defaults: dict[str, Any] = {"required": True} if required else {}
+    return _group(
+        click.option(
+            "--instances",
+            "-N",
+            type=click.UNPROCESSED,
+            help=instances_help,
+            **(defaults or {"default": 1, "show_default": True}),
+        ),
+        click.option(
+            "--ppn",
+            "-n",
+            type=click.UNPROCESSED,
+            help=ppn_help,
+            **(defaults or {"default": 2, "show_default": True}),
+        ),
+    )

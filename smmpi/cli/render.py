@@ -1,0 +1,133 @@
+"""What ``submit --dry-run`` prints: a summary, the container's mpirun, the local one, the cost."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from typing import Any
+
+from smmpi.runners.plan import Plan
+from smmpi.spec import MPIJob
+
+
+def plan_channels(request: dict[str, Any]) -> dict[str, str]:
+    """Input channel name -> S3 URI, as the request carries them."""
+    out: dict[str, str] = {}
+    for channel in request.get("InputDataConfig") or []:
+        source = channel.get("DataSource", {}).get("S3DataSource", {})
+        out[str(channel["ChannelName"])] = str(source.get("S3Uri", "?"))
+    return out
+
+
+def _side_by_side(container: list[str]) -> list[str]:
+    """Each part of the container's line, what it becomes locally, and why (SM_* as one row)."""
+    from smmpi.runners.local.translate import Row, translate
+
+    rows: list[Row] = []
+    translated = translate(container, sys.executable)
+    sm = [r for r in translated if r.container[:1] == ("-x",) and r.container[1].startswith("SM_")]
+    for row in translated:
+        if row in sm:
+            if row is sm[0]:
+                rows.append(
+                    Row((f"-x SM_... ({len(sm)} variables)",), ("-x SM_...=<per host>",), row.why)
+                )
+            continue
+        rows.append(row)
+    width = min(44, max(len(" ".join(r.container)) for r in rows))
+    out = [f"  {'container (Open MPI 4)':<{width}}  {'local (Open MPI 5)':<36}  why"]
+    for row in rows:
+        left = " ".join(row.container) or "-"
+        right = " ".join(row.local) or "(dropped)"
+        out.append(f"  {left:<{width}}  {right:<36}  {row.why}")
+    return out
+
+
+def cost_estimate(job: MPIJob, plan: Plan) -> dict[str, Any]:
+    """On-demand price of the instances and the ceiling for max run (see smmpi.pricing).
+
+    A spot job is usually billed less, but its price is not known in advance,
+    so the ceiling stays the on-demand one and ``spot`` says so.
+    """
+    from smmpi import pricing
+
+    est = pricing.estimate(job.instance_type, job.instances, job.max_run, plan.region)
+    est["spot"] = job.use_spot
+    if job.use_spot:
+        est["spot_note"] = (
+            "spot is usually cheaper than on-demand; the ceiling shown is the on-demand one"
+        )
+    return est
+
+
+def cost_lines(est: dict[str, Any]) -> list[str]:
+    """The dry run's cost rows: the dated estimate, then the spot caveat if any."""
+    from smmpi import pricing
+
+    text = pricing.describe(est)
+    lines = [f"  cost         {text.removeprefix('cost: ').removeprefix('cost ')}"]
+    if est.get("spot_note"):
+        lines.append(f"  spot         {est['spot_note']}")
+    return lines
+
+
+def render_plan(job: MPIJob, plan: Plan) -> str:
+    """Summary first (what a person checks), then the full request and mpirun line."""
+    req = plan.request
+    image = req["AlgorithmSpecification"]["TrainingImage"]
+    others = [f for f in plan.files if f != job.program.script]
+    lines = [
+        "smmpi submit --dry-run: nothing was created",
+        f"  job          {plan.job_name}",
+        f"  program      {job.program.script}" + (f" (+ {', '.join(others)})" if others else ""),
+        f"  world        {job.instances} x {job.instance_type}, {job.ppn} processes each "
+        f"= {plan.world_size} ranks",
+        f"  framework    {job.framework} {job.framework_version} ({job.py_version})",
+        f"  image        {image}",
+        f"  role         {req['RoleArn']}",
+        f"  source dir   {plan.code_uri}",
+        f"  output       {req['OutputDataConfig']['S3OutputPath']}",
+        f"  max run      {req['StoppingCondition']['MaxRuntimeInSeconds']} s",
+    ]
+    for name, channel in plan_channels(req).items():
+        lines.append(f"  input        {name} = {channel}")
+    if "VpcConfig" in req:
+        vpc = req["VpcConfig"]
+        lines.append(
+            f"  vpc          subnets {', '.join(vpc['Subnets'])}; "
+            f"security groups {', '.join(vpc['SecurityGroupIds'])}"
+        )
+    if job.use_spot:
+        spot = f"managed spot training, max wait {job.max_wait} s"
+        lines.append(f"  spot         {spot}")
+    if job.checkpoint_s3_uri:
+        lines.append(f"  checkpoints  {job.checkpoint_s3_uri}")
+    if job.keep_alive:
+        lines.append(f"  warm pool    instances kept {job.keep_alive} s after the job for the next")
+    lines += cost_lines(cost_estimate(job, plan))
+    lines += [f"  note         {note}" for note in plan.notes]
+    lines += [
+        "",
+        "mpirun on algo-1 (built by the container's sagemaker-training toolkit):",
+        "  " + shlex.join(plan.mpirun),
+        "",
+        "The same line here (`submit --local`, Open MPI 5, one app context per emulated host):",
+        *_side_by_side(plan.mpirun),
+        "",
+        "CreateTrainingJob request:",
+        json.dumps(req, indent=2),
+    ]
+    return "\n".join(lines)
+
+
+def plan_json(job: MPIJob, plan: Plan) -> dict[str, Any]:
+    """``submit --dry-run --json``: the plan, its cost, and the local translation row by row."""
+    from dataclasses import asdict
+
+    from smmpi.runners.local.translate import translate
+
+    data = plan.to_json()
+    data["cost"] = cost_estimate(job, plan)
+    data["local_mpirun"] = [asdict(r) for r in translate(plan.mpirun, sys.executable)]
+    return data

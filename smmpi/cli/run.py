@@ -1,0 +1,102 @@
+"""``smmpi run``: a program here as N emulated instances x n processes, or a submitted job."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from smmpi.cli.options import local_run_options, shape_options
+
+
+@click.command("run", context_settings={"ignore_unknown_options": False})
+@click.argument("entry", required=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@shape_options("Emulated instances (hosts algo-1..algo-N).", "Processes per instance.", False)
+@local_run_options(
+    "Seconds before every rank's stack is printed and the run is killed (exit 124).",
+    "Write one log file per rank here (rank-R.log).",
+    "With --from-job: pip-install the code's requirements.txt into the local job's folder.",
+)
+@click.option(
+    "--source-dir",
+    type=click.Path(),
+    default=None,
+    help="Folder to lay out as the code dir with a user script.",
+)
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the emulated hosts' /opt/ml trees (local jobs from --from-job always keep them).",
+)
+@click.option(
+    "--from-job",
+    "from_job",
+    default=None,
+    metavar="NAME",
+    help="Run a submitted training job's request and uploaded code here instead.",
+)
+@click.option("--region", default=None, help="AWS region of --from-job's job.")
+def run_cmd(
+    entry: str | None,
+    args: tuple[str, ...],
+    instances: object,
+    ppn: object,
+    timeout: float | None,
+    log_dir: str | None,
+    install_requirements: bool,
+    source_dir: str | None,
+    keep: bool,
+    from_job: str | None,
+    region: str | None,
+) -> None:
+    """Run ENTRY here as N emulated SageMaker instances x n processes (local mpirun).
+
+    ENTRY is a packaged entry point (see `smmpi entry-points`) or a path to a
+    .py file. Arguments after `--` go to the program.
+
+    With --from-job NAME, fetch a submitted job's description and uploaded
+    sourcedir.tar.gz (through AWS_ENDPOINT_URL if set) and run exactly that.
+    """
+    from smmpi import api
+    from smmpi.errors import BadInput
+
+    if timeout is not None and timeout <= 0:
+        raise BadInput("timeout", timeout, "a number of seconds > 0")
+    if from_job is not None:
+        if entry is not None or args:
+            raise BadInput("ENTRY", entry or " ".join(args), "nothing with --from-job")
+        sys.exit(_from_job(from_job, region, timeout, log_dir, install_requirements))
+    if entry is None:
+        raise BadInput("ENTRY", "", "a packaged entry point name or a path to a .py file")
+    result = api.run_entry(
+        entry,
+        instances=instances,
+        ppn=ppn,
+        args=list(args),
+        source_dir=source_dir,
+        timeout=timeout,
+        log_dir=log_dir,
+        keep=keep,
+    )
+    sys.exit(result.exit_code)
+
+
+def _from_job(
+    name: str,
+    region: str | None,
+    timeout: float | None,
+    log_dir: str | None,
+    install_requirements: bool,
+) -> int:
+    """Run a submitted job's request and uploaded code here; returns the exit code."""
+    from smmpi import api
+
+    job = api.run_from_job(
+        name,
+        region=region,
+        timeout=timeout,
+        log_dir=log_dir,
+        install_requirements=install_requirements,
+    )
+    return job.exit_code

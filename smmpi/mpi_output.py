@@ -1,0 +1,166 @@
+"""Tagged MPI output: rebuild each rank's lines from ``[1,r]<stdout>:`` output, find who failed.
+
+One parser for local runs and for SageMaker's CloudWatch streams
+(:class:`LineAssembler`, :class:`FailureScan`). Open MPI 4
+(SageMaker's containers) writes ``[1,3]<stdout>:text``; Open MPI 5 writes
+``[1,3]<stdout>: text``. Both are accepted; the text is returned without the
+one separating space Open MPI 5 adds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_ABORT_RE = re.compile(r"MPI_ABORT was invoked on rank (?P<rank>\d+) in communicator")
+_ERRORCODE_RE = re.compile(r"^\s*Errorcode: (?P<code>-?\d+)")
+_EXIT_RE = re.compile(
+    r"(?:process rank|rank) (?P<rank>\d+) with PID \d+ on node \S+ exited on\s+signal (?P<sig>\d+)"
+)
+_EXC_RE = re.compile(
+    r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)?)"
+    r"(?::\s?(?P<msg>.*))?$"
+)
+
+
+@dataclass(frozen=True)
+class Tagged:
+    rank: int
+    stream: str  # "stdout" | "stderr" | "stddiag"
+    text: str
+
+
+_ANY_TAG_RE = re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?P<stream>stdout|stderr|stddiag)>:")
+
+
+def is_tagged(line: str) -> bool:
+    """True for a line a rank wrote (it starts with a tag), False for mpirun's own."""
+    return _ANY_TAG_RE.match(line) is not None
+
+
+def split_tags(line: str) -> list[Tagged]:
+    """Every tagged piece of one physical line, each with its own rank.
+
+    Ranks that print without a newline share a line with other ranks (seed 004:
+    ``[1,3]<stdout>:Data at rank 3 [1,2]<stdout>:Data at rank 2 [1,2]<stdout>:[0 1 …]``).
+    Each piece keeps its own rank, so rank 2's words stay with rank 2. Untagged
+    text before the first tag is dropped; [] for untagged lines.
+    """
+    line = line.rstrip("\r\n")
+    matches = list(_ANY_TAG_RE.finditer(line))
+    if not matches or matches[0].start() != 0:
+        return []
+    pieces = []
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
+        text = line[m.end() : end]
+        text = text[1:] if text.startswith(" ") else text
+        pieces.append(Tagged(int(m["rank"]), m["stream"], text))
+    return pieces
+
+
+class LineAssembler:
+    """Rebuild each rank's own lines from physical lines where ranks interleave.
+
+    Open MPI tags every chunk a rank writes, and a newline ends only the last
+    chunk of a physical line; the earlier chunks are the starts of lines their
+    ranks finish later. Feeding seed 004's lines yields ``Data at rank 2 [0 1 …]``
+    for rank 2 and, one line later, ``Data at rank 3 [0 1 …]`` for rank 3.
+    Use one assembler per stream (per host's log) and ``flush`` at its end.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[tuple[int, str], str] = {}
+
+    def feed(self, line: str) -> list[Tagged]:
+        """Complete lines this physical line finishes ([] for untagged lines)."""
+        pieces = split_tags(line)
+        done: list[Tagged] = []
+        for i, piece in enumerate(pieces):
+            key = (piece.rank, piece.stream)
+            text = self._pending.pop(key, "") + piece.text
+            if i == len(pieces) - 1:
+                done.append(Tagged(piece.rank, piece.stream, text))
+            else:
+                self._pending[key] = text
+        return done
+
+    def flush(self) -> list[Tagged]:
+        """Text still waiting for its newline (a rank that ended mid-line)."""
+        rest = [Tagged(rank, stream, text) for (rank, stream), text in self._pending.items()]
+        self._pending.clear()
+        return rest
+
+
+@dataclass
+class FailureScan:
+    """Reads a run's output as it goes and names the rank that failed, and why."""
+
+    exceptions: dict[int, str] = field(default_factory=dict)
+    order: list[int] = field(default_factory=list)
+    aborted_rank: int | None = None
+    abort_code: int | None = None
+    signalled: dict[int, int] = field(default_factory=dict)
+    _in_traceback: dict[int, bool] = field(default_factory=dict)
+
+    _lines: LineAssembler = field(default_factory=LineAssembler, repr=False)
+
+    def feed(self, line: str) -> None:
+        """One physical line of mpirun's output, tagged or not."""
+        if is_tagged(line):
+            for tagged in self._lines.feed(line):
+                self.feed_tagged(tagged)
+        else:
+            self.feed_untagged(line)
+
+    def feed_untagged(self, text: str) -> None:
+        """A line of mpirun's own (or the container toolkit's)."""
+        text = text.rstrip("\n")
+        m = _ABORT_RE.search(text)
+        if m and self.aborted_rank is None:
+            self.aborted_rank = int(m["rank"])
+        m = _ERRORCODE_RE.match(text)
+        if m and self.abort_code is None and self.aborted_rank is not None:
+            self.abort_code = int(m["code"])
+        m = _EXIT_RE.search(text)
+        if m:
+            self.signalled.setdefault(int(m["rank"]), int(m["sig"]))
+
+    def feed_tagged(self, tagged: Tagged) -> None:
+        """One whole line a rank wrote (as :class:`LineAssembler` rebuilds them)."""
+        self.feed_untagged(tagged.text)  # Open MPI 5 tags its abort notice with the rank
+        if tagged.stream == "stdout":
+            return
+        rank, text = tagged.rank, tagged.text
+        if text.startswith("Traceback (most recent call last):"):
+            self._in_traceback[rank] = True
+            return
+        if self._in_traceback.get(rank):
+            if text.startswith((" ", "\t")) or not text:
+                return
+            if _EXC_RE.match(text):
+                self.exceptions[rank] = text.strip()
+                if rank not in self.order:
+                    self.order.append(rank)
+                self._in_traceback[rank] = False
+
+    def failed_rank(self) -> int | None:
+        """The rank to blame: the one that raised first, else the one that called abort."""
+        if self.order:
+            if self.aborted_rank is not None and self.aborted_rank in self.exceptions:
+                return self.aborted_rank
+            return self.order[0]
+        if self.aborted_rank is not None:
+            return self.aborted_rank
+        if self.signalled:
+            return min(self.signalled)
+        return None
+
+    def reason(self, rank: int) -> str:
+        if rank in self.exceptions:
+            return self.exceptions[rank]
+        if rank == self.aborted_rank and self.abort_code is not None:
+            return f"exit code {self.abort_code} (MPI_Abort)"
+        if rank in self.signalled:
+            return f"killed by signal {self.signalled[rank]}"
+        return "exited abnormally"

@@ -1,0 +1,1 @@
+"""Operating submitted jobs: status, listing, CloudWatch logs, artifacts, the infra stack."""

@@ -1,0 +1,69 @@
+"""A job's artifacts: the model and output archives SageMaker wrote, fetched and extracted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smmpi.archives import extract
+from smmpi.aws.clients import split_s3
+from smmpi.aws.errors import MISSING_KEY, aws_errors, error_code
+from smmpi.errors import SmmpiError
+from smmpi.ops.status import describe
+
+
+def artifact_uris(d: dict[str, Any]) -> dict[str, str]:
+    """Where SageMaker puts the job's archives: ``model`` and ``output``."""
+    name = d["TrainingJobName"]
+    base = str(d.get("OutputDataConfig", {}).get("S3OutputPath", "")).rstrip("/")
+    model = d.get("ModelArtifacts", {}).get("S3ModelArtifacts") or (
+        f"{base}/{name}/output/model.tar.gz" if base else ""
+    )
+    out: dict[str, str] = {}
+    if model:
+        out["model"] = model
+        out["output"] = model.rsplit("/", 1)[0] + "/output.tar.gz"
+    elif base:
+        out["output"] = f"{base}/{name}/output/output.tar.gz"
+    return out
+
+
+@dataclass(frozen=True)
+class Fetched:
+    kind: str
+    uri: str
+    directory: Path | None  # None: no archive at uri
+    files: tuple[Path, ...]
+
+
+def fetch(sm: Any, s3: Any, name: str, to: Path, region: str | None = None) -> list[Fetched]:
+    """Download the model and output archives and extract them to ``to/model``, ``to/output``.
+
+    Missing archives are reported, not fatal: a failed job often has output
+    but no model. Having neither is an error.
+    """
+    d = describe(sm, name, region)
+    results: list[Fetched] = []
+    to.mkdir(parents=True, exist_ok=True)
+    for kind, uri in artifact_uris(d).items():
+        bucket, key = split_s3(uri)
+        archive = to / f"{kind}.tar.gz"
+        with aws_errors():
+            try:
+                s3.download_file(bucket, key, str(archive))
+            except Exception as err:  # botocore raises ClientError 404 for a missing key
+                if error_code(err) in MISSING_KEY:
+                    results.append(Fetched(kind, uri, None, ()))
+                    continue
+                raise
+        files = extract(archive, to / kind)
+        archive.unlink()
+        results.append(Fetched(kind, uri, to / kind, tuple(files)))
+    if not any(r.directory for r in results):
+        state = d["TrainingJobStatus"]
+        raise SmmpiError(
+            f"{name} ({state}) has no model or output archive at "
+            + ", ".join(r.uri for r in results)
+        )
+    return results

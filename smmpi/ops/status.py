@@ -1,0 +1,184 @@
+"""One submitted job's state: DescribeTrainingJob flattened, polled until the end, or stopped.
+
+Every function takes a boto3 SageMaker client, so the same code serves the CLI,
+the Python API and the tests (a moto server reached through ``AWS_ENDPOINT_URL``).
+A bad or unknown job name is exit code 2 because nothing was touched.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from smmpi.aws.errors import aws_errors
+from smmpi.aws.facts import TERMINAL, check_job_name
+from smmpi.toolkit.request import MPI_PROCESSES_PER_HOST
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """What a user needs to know about one job, flattened from DescribeTrainingJob."""
+
+    name: str
+    status: str
+    secondary: str
+    instance_type: str
+    instance_count: int
+    processes_per_host: int | None
+    created: datetime | None
+    started: datetime | None
+    ended: datetime | None
+    billable_seconds: int | None
+    failure_reason: str | None
+    output_path: str | None
+    model_artifacts: str | None
+    transitions: tuple[tuple[str, str], ...]
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+    def elapsed(self, now: datetime | None = None) -> float | None:
+        """Seconds since the job started (or was created), up to its end."""
+        start = self.started or self.created
+        if start is None:
+            return None
+        end = self.ended or now or datetime.now(timezone.utc)
+        return max(0.0, (end - start).total_seconds())
+
+    def lines(self) -> list[str]:
+        """``key  value`` lines for ``smmpi status``."""
+        rows: list[tuple[str, str]] = [
+            ("job", self.name),
+            ("status", self.status),
+            ("instances", f"{self.instance_count} x {self.instance_type}"),
+        ]
+        if self.secondary and self.secondary != self.status:
+            rows[1] = ("status", f"{self.status} ({self.secondary})")
+        if not self.done and self.transitions and self.transitions[-1][1]:
+            rows.append(("progress", self.transitions[-1][1]))
+        if self.processes_per_host:
+            world = self.processes_per_host * self.instance_count
+            rows.append(("processes", f"{self.processes_per_host} per host, {world} in all"))
+        if self.created:
+            rows.append(("created", self.created.isoformat(timespec="seconds")))
+        elapsed = self.elapsed()
+        if elapsed is not None:
+            rows.append(("elapsed", f"{elapsed:.0f} s"))
+        if self.billable_seconds is not None:
+            rows.append(("billable", f"{self.billable_seconds} s"))
+        if self.failure_reason:
+            rows.append(("failure", self.failure_reason.splitlines()[0]))
+        if self.model_artifacts:
+            rows.append(("model", self.model_artifacts))
+        elif self.output_path:
+            rows.append(("output", self.output_path))
+        width = max(len(k) for k, _ in rows)
+        return [f"{k:<{width}}  {v}" for k, v in rows]
+
+    def as_dict(self) -> dict[str, Any]:
+        def iso(t: datetime | None) -> str | None:
+            return t.isoformat() if t else None
+
+        return {
+            "name": self.name,
+            "status": self.status,
+            "secondary_status": self.secondary,
+            "instance_type": self.instance_type,
+            "instance_count": self.instance_count,
+            "processes_per_host": self.processes_per_host,
+            "created": iso(self.created),
+            "started": iso(self.started),
+            "ended": iso(self.ended),
+            "elapsed_s": self.elapsed(),
+            "billable_seconds": self.billable_seconds,
+            "failure_reason": self.failure_reason,
+            "output_path": self.output_path,
+            "model_artifacts": self.model_artifacts,
+        }
+
+
+def describe(sm: Any, name: str, region: str | None = None) -> dict[str, Any]:
+    """DescribeTrainingJob with the name checked first and not-found as ``UnknownJob``."""
+    check_job_name(name)
+    where = region or getattr(getattr(sm, "meta", None), "region_name", None)
+    with aws_errors(job=name, region=where):
+        response: dict[str, Any] = sm.describe_training_job(TrainingJobName=name)
+    return response
+
+
+def _ppn(hyperparameters: dict[str, str]) -> int | None:
+    raw = hyperparameters.get(MPI_PROCESSES_PER_HOST)
+    if raw is None:
+        return None
+    try:
+        return int(str(raw).strip('"'))
+    except ValueError:
+        return None
+
+
+def job_status(sm: Any, name: str, region: str | None = None) -> JobStatus:
+    return status_of(describe(sm, name, region))
+
+
+def status_of(d: dict[str, Any]) -> JobStatus:
+    """A DescribeTrainingJob answer as a :class:`JobStatus`."""
+    resources = d.get("ResourceConfig", {})
+    output = d.get("OutputDataConfig", {}).get("S3OutputPath")
+    return JobStatus(
+        name=d["TrainingJobName"],
+        status=d["TrainingJobStatus"],
+        secondary=d.get("SecondaryStatus", ""),
+        instance_type=resources.get("InstanceType", "?"),
+        instance_count=int(resources.get("InstanceCount", 0)),
+        processes_per_host=_ppn(d.get("HyperParameters", {})),
+        created=d.get("CreationTime"),
+        started=d.get("TrainingStartTime"),
+        ended=d.get("TrainingEndTime"),
+        billable_seconds=d.get("BillableTimeInSeconds"),
+        failure_reason=d.get("FailureReason"),
+        output_path=output,
+        model_artifacts=d.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
+        transitions=tuple(
+            (t.get("Status", ""), t.get("StatusMessage", ""))
+            for t in d.get("SecondaryStatusTransitions", [])
+        ),
+    )
+
+
+def stop(sm: Any, name: str, region: str | None = None) -> str:
+    """Ask SageMaker to stop the job; a job that already ended is left as it is."""
+    d = describe(sm, name, region)
+    state = d["TrainingJobStatus"]
+    if state in TERMINAL:
+        return f"{name} already {state}; nothing to stop"
+    if state == "Stopping":
+        return f"{name} is already stopping"
+    with aws_errors(job=name, region=region):
+        sm.stop_training_job(TrainingJobName=name)
+    return f"{name}: stop requested (was {state}); `smmpi status {name}` shows when it has stopped"
+
+
+def poll(
+    describe_once: Callable[[], dict[str, Any]],
+    *,
+    first: float,
+    ceiling: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[dict[str, Any]]:
+    """DescribeTrainingJob answers until the job ends, the last one included.
+
+    Waits ``first`` seconds after the first answer, doubling up to ``ceiling``:
+    a short job is seen promptly and a long one costs few API calls.
+    """
+    delay = min(first, ceiling)
+    while True:
+        desc = describe_once()
+        yield desc
+        if desc.get("TrainingJobStatus") in TERMINAL:
+            return
+        sleep(delay)
+        delay = min(delay * 2, ceiling)

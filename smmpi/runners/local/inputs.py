@@ -1,0 +1,63 @@
+"""What a local job reads before it starts: its code and its input channels.
+
+Both come as SageMaker would fetch them: the ``sourcedir.tar.gz`` named by
+``sagemaker_submit_directory``, and each channel's ``s3://`` prefix or
+``file://`` path, copied into every host's ``input/data/<channel>``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from smmpi.aws.clients import clients, split_s3
+from smmpi.aws.errors import aws_errors
+from smmpi.errors import BadInput
+from smmpi.toolkit.request import decode_hyperparameters
+
+
+def fetch_source(request: dict[str, Any], s3: Any = None, region: str | None = None) -> bytes:
+    """The ``sourcedir.tar.gz`` named by ``sagemaker_submit_directory`` (s3:// or file://)."""
+    uri = str(decode_hyperparameters(request).get("sagemaker_submit_directory", ""))
+    if uri.startswith("s3://"):
+        bucket, key = split_s3(uri)
+        with aws_errors():
+            body = (s3 or clients("s3", region=region)[0]).get_object(Bucket=bucket, Key=key)
+            body = body["Body"]
+            data: bytes = body.read()
+        return data
+    if uri.startswith("file://"):
+        return Path(urlparse(uri).path).read_bytes()
+    raise BadInput("sagemaker_submit_directory", uri, "an s3:// or file:// sourcedir.tar.gz")
+
+
+def copy_channel(channel: dict[str, Any], dest: Path, region: str | None) -> None:
+    source = channel.get("DataSource", {})
+    uri = source.get("S3DataSource", {}).get("S3Uri", "")
+    if "FileDataSource" in source or uri.startswith("file://"):
+        src = Path(urlparse(uri or source["FileDataSource"]["FileUri"]).path)
+        if not src.exists():
+            raise BadInput(
+                f"InputDataConfig.{channel.get('ChannelName')}",
+                uri or str(src),
+                "an existing local file or folder",
+            )
+        if src.is_dir():
+            shutil.copytree(src, dest, dirs_exist_ok=True)
+        else:
+            shutil.copy2(src, dest / src.name)
+        return
+    if not uri.startswith("s3://"):
+        raise BadInput(
+            f"InputDataConfig.{channel.get('ChannelName')}", uri, "an s3:// or file:// data source"
+        )
+    bucket, prefix = split_s3(uri)
+    (s3,) = clients("s3", region=region)
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            rel = obj["Key"][len(prefix) :].lstrip("/") or Path(obj["Key"]).name
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(bucket, obj["Key"], str(target))

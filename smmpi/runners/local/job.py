@@ -1,0 +1,225 @@
+"""Local mode: run a CreateTrainingJob request here, the way SageMaker's container would.
+
+This module plays SageMaker's part for one request. It reads what the
+container toolkit reads (:func:`smmpi.toolkit.shape.shape_from_request`), and
+nothing from the spec:
+- ``HyperParameters``: ``sagemaker_program``, ``sagemaker_submit_directory``,
+  ``sagemaker_mpi_*``; the rest become script arguments and ``SM_HP_*``;
+- ``ResourceConfig.InstanceCount`` and ``InstanceType``;
+- ``InputDataConfig``: ``file://`` and ``s3://`` channels, copied into every
+  host's ``input/data/<channel>``;
+- ``Environment``.
+
+It then runs the job as N emulated hosts (:mod:`.supervise`). On completion
+it writes ``model.tar.gz`` and ``output.tar.gz`` as SageMaker does; on failure
+it writes ``output/failure``. Either way it leaves a describe-like record
+(``describe.json``) in the job's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from smmpi.archives import extract, tar_dirs
+from smmpi.aws.facts import check_job_name
+from smmpi.errors import BadInput
+from smmpi.runners.base import RunOptions
+from smmpi.runners.local.inputs import copy_channel
+from smmpi.runners.local.layout import prepare_hosts
+from smmpi.runners.local.mpi import preflight
+from smmpi.runners.local.requirements import requirements
+from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
+from smmpi.toolkit.hosts import HostDirs
+from smmpi.toolkit.shape import JobShape, shape_from_request
+
+STATUS_OF = {
+    "Completed": "Completed",
+    "Failed": "Failed",
+    "TimedOut": "Failed",
+    "Interrupted": "Stopped",
+}
+
+
+def jobs_root() -> Path:
+    """Where local jobs live: ``$SMMPI_LOCAL_JOBS``, else ``~/.smmpi/local-jobs``."""
+    explicit = os.environ.get("SMMPI_LOCAL_JOBS")
+    return Path(explicit).expanduser() if explicit else Path.home() / ".smmpi" / "local-jobs"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class LocalJob:
+    """A finished local job: its describe-like record and where its artifacts are."""
+
+    name: str
+    folder: Path
+    record: dict[str, Any]
+    result: RunResult
+
+    @property
+    def status(self) -> str:
+        return str(self.record["TrainingJobStatus"])
+
+    @property
+    def exit_code(self) -> int:
+        return self.result.exit_code
+
+    @property
+    def model_artifact(self) -> Path:
+        return self.folder / "model.tar.gz"
+
+    @property
+    def output_artifact(self) -> Path:
+        return self.folder / "output.tar.gz"
+
+
+def load_record(name: str) -> dict[str, Any]:
+    path = jobs_root() / name / "describe.json"
+    if not path.is_file():
+        raise BadInput("JOB", name, f"a local job under {jobs_root()}")
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def _write_record(folder: Path, record: dict[str, Any]) -> None:
+    tmp = folder / "describe.json.tmp"
+    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+    tmp.replace(folder / "describe.json")
+
+
+def _new_record(request: dict[str, Any], name: str, run_dir: Path) -> dict[str, Any]:
+    return {
+        "TrainingJobName": name,
+        "TrainingJobArn": f"local:training-job/{name}",
+        "TrainingJobStatus": "InProgress",
+        "SecondaryStatus": "Starting",
+        "CreationTime": _now(),
+        "HyperParameters": request.get("HyperParameters", {}),
+        "AlgorithmSpecification": request.get("AlgorithmSpecification", {}),
+        "ResourceConfig": request.get("ResourceConfig", {}),
+        "InputDataConfig": request.get("InputDataConfig", []),
+        "Environment": request.get("Environment", {}),
+        "LocalHostsDir": str(run_dir),
+    }
+
+
+def _lay_out(
+    request: dict[str, Any], source: bytes, region: str | None
+) -> Callable[[HostDirs], None]:
+    """What goes into each host's tree: the unpacked source, then every channel."""
+    channel_specs = {str(c["ChannelName"]): c for c in request.get("InputDataConfig") or []}
+
+    def lay_out(dirs: HostDirs) -> None:
+        extract(source, dirs.code, links=True)
+        for channel_name, spec in channel_specs.items():
+            target = dirs.channel(channel_name)
+            target.mkdir(parents=True, exist_ok=True)
+            copy_channel(spec, target, region)
+
+    return lay_out
+
+
+def _conclude(
+    record: dict[str, Any], folder: Path, shape: JobShape, result: RunResult, start: float
+) -> str:
+    """Record how the job ended and pack its artifacts as SageMaker does; returns the status."""
+    run_dir = folder / "hosts"
+    hosts = [HostDirs(run_dir / h / "opt" / "ml") for h in shape.hosts]
+    status = STATUS_OF[result.status]
+    record.update(
+        TrainingJobStatus=status,
+        SecondaryStatus=status,
+        TrainingEndTime=_now(),
+        TrainingTimeInSeconds=round(time.monotonic() - start, 3),
+        BillableTimeInSeconds=0,
+    )
+    if result.exit_code != EXIT_OK:
+        reason = result.failure_line or result.status
+        record["FailureReason"] = reason
+        for dirs in hosts:
+            if not dirs.failure.exists():  # the toolkit never overwrites a program's own
+                dirs.failure.write_text(reason + "\n", encoding="utf-8")
+    else:
+        tar_dirs([d.model for d in hosts], folder / "model.tar.gz")
+        record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
+    tar_dirs([d.output for d in hosts], folder / "output.tar.gz")
+    record["OutputArtifacts"] = (folder / "output.tar.gz").as_uri()
+    _write_record(folder, record)
+    return status
+
+
+def _ending_lines(job: LocalJob, seconds: float) -> list[str]:
+    name, folder = job.name, job.folder
+    if job.status == "Completed":
+        return [
+            f"smmpi: local job {name} Completed in {seconds:.1f} s",
+            f"smmpi: model  {folder / 'model.tar.gz'}",
+            f"smmpi: output {folder / 'output.tar.gz'}",
+        ]
+    return [
+        f"smmpi: local job {name} {job.status}: output/failure written under {folder / 'hosts'}",
+        f"smmpi: {job.record['FailureReason']}",
+    ]
+
+
+def run_request(
+    request: dict[str, Any],
+    source: bytes,
+    options: RunOptions | None = None,
+    on_start: Callable[[dict[str, Any]], None] | None = None,
+) -> LocalJob:
+    """Run ``request`` here with ``source`` (the job's sourcedir.tar.gz) as its code."""
+    options = options or RunOptions()
+    say = options.progress
+    shape = shape_from_request(request)
+    name = check_job_name(shape.job_name)
+    preflight()  # a missing MPI is bad input: fail before the job's folder exists
+    folder = jobs_root() / name
+    if folder.exists():
+        shutil.rmtree(folder)
+    run_dir = folder / "hosts"
+    run_dir.mkdir(parents=True)
+    record = _new_record(request, name, run_dir)
+    _write_record(folder, record)
+    if on_start:
+        on_start(record)
+    start = time.monotonic()
+    hps_json = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
+    prepare_hosts(shape, run_dir, _lay_out(request, source, options.region), hps_json)
+    code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
+    extra_paths = requirements(code, folder, options.install_requirements, say)
+    record.update(SecondaryStatus="Training", TrainingStartTime=_now())
+    _write_record(folder, record)
+    say(
+        f"smmpi: local job {name}: {shape.instances} emulated host(s) x {shape.ppn} "
+        f"process(es) = {shape.world_size} ranks ({shape.instance_type})"
+    )
+    log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
+    result = execute(
+        shape,
+        run_dir,
+        timeout=options.timeout,
+        log_dir=log_dir,
+        out=options.out,
+        err=options.err,
+        extra_paths=extra_paths,
+        progress=say,
+    )
+    _conclude(record, folder, shape, result, start)
+    if not options.keep:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    job = LocalJob(name, folder, record, result)
+    for line in _ending_lines(job, result.seconds):
+        say(line)
+    return job

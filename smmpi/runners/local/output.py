@@ -1,0 +1,61 @@
+"""mpirun's output: echoed with SageMaker's tags, split into per-rank logs, scanned for failures."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import IO
+
+from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged
+
+
+class Output:
+    """Echo mpirun's output (tags as in SageMaker's log), demux it per rank, scan for failures.
+
+    Each rank's lines are rebuilt by :class:`LineAssembler`, as ``smmpi logs``
+    does for CloudWatch, so a rank that prints without a newline never lends
+    its words to another rank's line or log file.
+    """
+
+    def __init__(self, world_size: int, log_dir: Path | None) -> None:
+        self.scan = FailureScan()
+        self.lock = threading.Lock()
+        self.files: dict[int, IO[str]] = {}
+        self.untagged: IO[str] | None = None
+        if log_dir is not None:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            self.untagged = open(log_dir / "mpirun.log", "w", encoding="utf-8")
+            for rank in range(world_size):  # one file per rank, even a silent one
+                self.files[rank] = open(log_dir / f"rank-{rank}.log", "w", encoding="utf-8")
+
+    def _emit(self, tagged: Tagged, echo: IO[str]) -> None:
+        self.scan.feed_tagged(tagged)
+        echo.write(f"[1,{tagged.rank}]<{tagged.stream}>:{tagged.text}\n")
+        f = self.files.get(tagged.rank)
+        if f is not None:
+            f.write(tagged.text + "\n")
+
+    def pump(self, stream: IO[bytes], echo: IO[str]) -> None:
+        lines = LineAssembler()  # one per pipe: stdout and stderr interleave independently
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            with self.lock:
+                if is_tagged(line):
+                    for tagged in lines.feed(line):
+                        self._emit(tagged, echo)
+                else:
+                    self.scan.feed_untagged(line)
+                    echo.write(line + "\n")
+                    if self.untagged is not None:
+                        self.untagged.write(line + "\n")
+                echo.flush()
+        with self.lock:
+            for tagged in lines.flush():
+                self._emit(tagged, echo)
+            echo.flush()
+
+    def close(self) -> None:
+        for f in self.files.values():
+            f.close()
+        if self.untagged is not None:
+            self.untagged.close()

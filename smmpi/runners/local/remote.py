@@ -1,0 +1,33 @@
+"""``smmpi run --from-job``: a submitted job's request, as its description gives it back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from smmpi.aws.clients import clients
+from smmpi.aws.facts import check_job_name
+from smmpi.ops.status import describe
+
+
+def describe_remote(job_name: str, region: str | None = None) -> tuple[dict[str, Any], Any]:
+    """DescribeTrainingJob, and an S3 client, through clients that honour ``AWS_ENDPOINT_URL``."""
+    check_job_name(job_name)
+    sm, s3 = clients("sagemaker", "s3", region=region)
+    return describe(sm, job_name, region), s3
+
+
+def request_from_description(desc: dict[str, Any], new_name: str | None = None) -> dict[str, Any]:
+    """The parts of a DescribeTrainingJob answer that were its CreateTrainingJob request."""
+    keys = (
+        "AlgorithmSpecification",
+        "HyperParameters",
+        "ResourceConfig",
+        "InputDataConfig",
+        "OutputDataConfig",
+        "Environment",
+        "StoppingCondition",
+        "RoleArn",
+    )
+    request = {k: desc[k] for k in keys if k in desc}
+    request["TrainingJobName"] = new_name or desc["TrainingJobName"]
+    return request

@@ -1,0 +1,56 @@
+"""A code dir's ``requirements.txt``: reported, and installed only into the job's own folder."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from smmpi.errors import SmmpiError
+from smmpi.runners.base import Progress
+
+
+def requirements(code: Path, folder: Path, install: bool, progress: Progress) -> list[str]:
+    """Say what the container would pip install; install it in the job's own folder if asked.
+
+    SageMaker's container runs ``pip install -r requirements.txt`` from the
+    code dir before the program starts. Here that would change this machine's
+    environment, so it happens only on request, into ``<job>/site-packages``,
+    which goes first on every rank's PYTHONPATH.
+    """
+    req = code / "requirements.txt"
+    if not req.is_file():
+        return []
+    wanted = [
+        ln.strip()
+        for ln in req.read_text(encoding="utf-8").splitlines()
+        if ln.strip() and not ln.lstrip().startswith("#")
+    ]
+    if not install:
+        progress(
+            f"smmpi: requirements.txt asks for {', '.join(wanted) or 'nothing'}: SageMaker's "
+            "container pip-installs it; not installed here (use --install-requirements to "
+            "install it into this job's own folder)"
+        )
+        return []
+    target = folder / "site-packages"
+    progress(f"smmpi: installing requirements.txt ({', '.join(wanted)}) into {target}")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--target",
+            str(target),
+            "-r",
+            str(req),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["pip failed"])[-1]
+        raise SmmpiError(f"installing requirements.txt failed: {tail}")
+    return [str(target)]

@@ -1,0 +1,62 @@
+"""The local runner: a request run here as N emulated hosts, or a bare program (``smmpi run``)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from smmpi.catalog import Program
+from smmpi.runners.base import RunOptions
+from smmpi.runners.local.job import LocalJob, run_request
+from smmpi.runners.local.layout import prepare_hosts
+from smmpi.runners.local.mpi import preflight
+from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
+from smmpi.toolkit.shape import JobShape
+
+
+class LocalRunner:
+    """:class:`~smmpi.runners.base.Runner` that plays SageMaker's part on this machine."""
+
+    def run(self, request: dict[str, Any], source: bytes, options: RunOptions) -> LocalJob:
+        return run_request(request, source, options)
+
+
+def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunResult:
+    """``smmpi run``: ``program`` laid out on every host of ``shape``, in a throwaway run dir.
+
+    The run dir is kept only with ``options.keep``; ``options.log_dir`` gets
+    one log file per rank.
+    """
+    say = options.progress
+    preflight()  # fail on a missing MPI before creating anything
+    run_dir = Path(tempfile.mkdtemp(prefix="smmpi-run-"))
+    try:
+        prepare_hosts(shape, run_dir, lambda dirs: program.copy_to(dirs.code))
+        say(
+            f"smmpi: {program.name} on {shape.instances} emulated host(s) x "
+            f"{shape.ppn} process(es) = {shape.world_size} ranks"
+        )
+        result = execute(
+            shape,
+            run_dir,
+            timeout=options.timeout,
+            log_dir=Path(options.log_dir) if options.log_dir else None,
+            out=options.out,
+            err=options.err,
+            progress=say,
+        )
+    finally:
+        if not options.keep:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    if result.exit_code == EXIT_OK:
+        say(
+            f"smmpi: {shape.world_size} ranks on {shape.instances} emulated host(s) "
+            f"completed in {result.seconds:.1f} s"
+        )
+    else:
+        say(f"smmpi: {result.failure_line}")
+    if options.keep:
+        say(f"smmpi: host trees kept under {run_dir}")
+    return result

@@ -1,0 +1,170 @@
+"""The seam between the SageMaker SDK and local mode.
+
+The estimator is built exactly as for SageMaker (:func:`smmpi.sdk.estimator.build`)
+and ``fit`` runs the SDK's own code end to end. Only the last step changes:
+the CreateTrainingJob call is answered here, by running the request with
+:func:`smmpi.runners.local.job.run_request`, instead of by AWS.
+DescribeTrainingJob is answered from the local job's record, so
+``fit(wait=True)`` ends with the local job's status. This is the SDK's
+``LocalSession`` idea with its Docker step replaced, but without its changes
+to the request (``instance_type`` ``"local"``, ``file://`` code), so the
+request that runs here is the one SageMaker would receive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from datetime import datetime, timezone
+from typing import Any
+
+from smmpi.aws.clients import no_metadata_lookups
+from smmpi.aws.record import hooked
+from smmpi.errors import SmmpiError
+from smmpi.runners.base import RunOptions
+from smmpi.runners.local.job import LocalJob, run_request
+from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders
+from smmpi.spec import MPIJob
+
+
+def _parse_time(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return datetime.now(timezone.utc)
+
+
+def describe_response(record: dict[str, Any]) -> dict[str, Any]:
+    """The local record in DescribeTrainingJob's shape (times as datetimes, as boto3 gives them)."""
+    desc = dict(record)
+    for key in ("CreationTime", "TrainingStartTime", "TrainingEndTime"):
+        if key in desc:
+            desc[key] = _parse_time(desc[key])
+    created = desc.get("CreationTime", datetime.now(timezone.utc))
+    end = desc.get("TrainingEndTime", created)
+    desc["LastModifiedTime"] = end
+    desc["SecondaryStatusTransitions"] = [
+        {
+            "Status": "Starting",
+            "StartTime": created,
+            "EndTime": desc.get("TrainingStartTime", end),
+            "StatusMessage": "Preparing the emulated hosts",
+        },
+        {
+            "Status": "Training",
+            "StartTime": desc.get("TrainingStartTime", created),
+            "StatusMessage": "Running mpirun locally",
+        },
+    ]
+    desc.setdefault("ModelArtifacts", {"S3ModelArtifacts": ""})
+    return desc
+
+
+class LocalBackend:
+    """Answers an SDK session's CreateTrainingJob/DescribeTrainingJob calls with local runs."""
+
+    def __init__(self, built: Built, options: RunOptions) -> None:
+        self.built = built
+        self.source = pack_source(built.job)  # the very bytes `submit` uploads
+        # Channels are read in the region the job was built for.
+        self.options = dataclasses.replace(options, region=built.settings.region)
+        self.jobs: dict[str, LocalJob] = {}
+        self.requests: list[dict[str, Any]] = []
+        self._hooks = contextlib.ExitStack()
+
+    def create(self, params: dict[str, Any]) -> dict[str, Any]:
+        request = restore_placeholders(params, self.built.settings.placeholders)
+        self.requests.append(request)
+        job = run_request(request, self.source, self.options)
+        self.jobs[job.name] = job
+        return {"TrainingJobArn": job.record["TrainingJobArn"]}
+
+    def describe(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = params["TrainingJobName"]
+        if name not in self.jobs:
+            from botocore.exceptions import ClientError
+
+            raise ClientError(
+                {
+                    "Error": {
+                        "Code": "ValidationException",
+                        "Message": f"Requested resource not found: {name}",
+                    }
+                },
+                "DescribeTrainingJob",
+            )
+        return describe_response(self.jobs[name].record)
+
+    def attach(self) -> None:
+        """Answer the session's calls from now on (until :meth:`detach`)."""
+        client = self.built.session.sagemaker_client
+        self._hooks.enter_context(hooked(client, "CreateTrainingJob", self.create))
+        self._hooks.enter_context(hooked(client, "DescribeTrainingJob", self.describe))
+
+    def detach(self) -> None:
+        self._hooks.close()
+
+    @contextlib.contextmanager
+    def attached(self) -> Any:
+        self.attach()
+        try:
+            yield self
+        finally:
+            self.detach()
+
+
+def local_inputs(inputs: Any) -> Any:
+    """``file://`` channels as the API can carry them: an S3DataSource whose URI is local.
+
+    The SDK turns a ``file://`` string into ``FileDataSource``, which only its
+    Docker local mode accepts (botocore refuses it). Local mode here reads the
+    URI back from ``S3Uri`` and copies the folder into every host.
+    """
+    if isinstance(inputs, str) and inputs.startswith("file://"):
+        inputs = {"training": inputs}
+    if not isinstance(inputs, dict):
+        return inputs
+    from sagemaker.inputs import TrainingInput
+
+    return {
+        name: TrainingInput(s3_data=uri)
+        if isinstance(uri, str) and uri.startswith("file://")
+        else uri
+        for name, uri in inputs.items()
+    }
+
+
+def local_estimator(job: MPIJob, options: RunOptions, *, job_name: str | None = None) -> Any:
+    """The job's SageMaker estimator, whose ``fit`` runs the job here.
+
+    Output streams live while the job runs, so ``fit`` defaults to
+    ``logs=False`` (the SDK would otherwise wait 10 s for CloudWatch).
+    """
+    built = build(job, offline=True, job_name=job_name)
+    backend = LocalBackend(built, options)
+    backend.attach()
+    estimator = built.estimator
+    sdk_fit = estimator.fit
+
+    def fit(inputs: Any = None, *args: Any, logs: Any = False, **kwargs: Any) -> Any:
+        kwargs.setdefault("job_name", built.job_name)
+        return sdk_fit(local_inputs(inputs), *args, logs=logs, **kwargs)
+
+    estimator.fit = fit
+    estimator.smmpi_local_backend = backend
+    return estimator
+
+
+def submit_local(job: MPIJob, options: RunOptions, *, job_name: str | None = None) -> LocalJob:
+    """``submit --local``: the SDK's ``fit`` with the job run here; returns the local job."""
+    built = build(job, offline=True, job_name=job_name)
+    backend = LocalBackend(built, options)
+    with backend.attached(), no_metadata_lookups():
+        built.estimator.fit(
+            local_inputs(job.inputs or None), wait=False, logs=False, job_name=built.job_name
+        )
+    if built.job_name not in backend.jobs:
+        raise SmmpiError("the SDK did not send a CreateTrainingJob request")
+    return backend.jobs[built.job_name]

@@ -1,0 +1,263 @@
+"""Supervising one local ``mpirun``: its process tree, the timeout, every rank's stack.
+
+Supervision is what makes a local run cheaper than a SageMaker one:
+- a rank that raises is named (rank, emulated host, exception) within seconds;
+- ``timeout`` prints every rank's Python stack (``faulthandler`` on SIGUSR1,
+  armed by the rank hook the ranks load), then kills everything;
+- Ctrl-C or SIGTERM kills everything; no process outlives the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from smmpi.runners.base import Progress, silent
+from smmpi.runners.local.argv import mpirun_argv
+from smmpi.runners.local.layout import stack_dir
+from smmpi.runners.local.mpi import preflight
+from smmpi.runners.local.output import Output
+from smmpi.toolkit.hosts import host_of_rank
+from smmpi.toolkit.shape import JobShape
+
+EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 124, 130
+
+
+@dataclass
+class RunResult:
+    exit_code: int
+    status: str  # Completed | Failed | TimedOut | Interrupted
+    seconds: float
+    run_dir: Path
+    world_size: int
+    failed_rank: int | None = None
+    failed_host: str | None = None
+    reason: str | None = None
+    stacks: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def failure_line(self) -> str | None:
+        if self.failed_rank is None:
+            return self.reason
+        return f"rank {self.failed_rank} ({self.failed_host}) failed: {self.reason}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().split(") ", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+
+
+class Supervisor:
+    """Owns the mpirun process tree and makes sure none of it outlives the run."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], stack_dir: Path) -> None:
+        self.proc, self.stack_dir = proc, stack_dir
+
+    def rank_pids(self) -> dict[int, int]:
+        pids: dict[int, int] = {}
+        for f in self.stack_dir.glob("rank-*.pid"):
+            with contextlib.suppress(ValueError, OSError):
+                pids[int(f.stem.split("-", 1)[1])] = int(f.read_text().strip())
+        return pids
+
+    def dump_stacks(self, wait: float = 2.0) -> dict[int, str]:
+        pids = self.rank_pids()
+        for pid in pids.values():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGUSR1)
+
+        def read() -> dict[int, str]:
+            files = {r: self.stack_dir / f"rank-{r}.stack" for r in pids}
+            return {r: f.read_text(errors="replace") for r, f in files.items() if f.exists()}
+
+        deadline = time.monotonic() + wait
+        stacks = read()
+        while time.monotonic() < deadline and not all(stacks.get(r) for r in pids):
+            time.sleep(0.05)
+            stacks = read()
+        time.sleep(0.1)  # let the last frames of a dump in progress land
+        return read()
+
+    def kill_all(self, grace: float = 2.0) -> None:
+        """SIGTERM the mpirun process group, then SIGKILL whatever is left, ranks included."""
+        pgid = self.proc.pid
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+        self.reap_ranks()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=grace)
+
+    def reap_ranks(self, grace: float = 2.0) -> None:
+        """Kill any rank that is still alive (a rank may have left mpirun's process group)."""
+        pids = [pid for pid in self.rank_pids().values() if _alive(pid)]
+        deadline = time.monotonic() + grace
+        while pids and time.monotonic() < deadline:
+            time.sleep(0.05)
+            pids = [pid for pid in pids if _alive(pid)]
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM ends the run as Ctrl-C does (in the main thread; elsewhere it cannot be caught)."""
+
+    def on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+
+
+def _pumps(
+    proc: subprocess.Popen[bytes], output: Output, out: IO[str], err: IO[str]
+) -> list[threading.Thread]:
+    assert proc.stdout is not None and proc.stderr is not None
+    pumps = [
+        threading.Thread(target=output.pump, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=output.pump, args=(proc.stderr, err), daemon=True),
+    ]
+    for t in pumps:
+        t.start()
+    return pumps
+
+
+def _wait(supervisor: Supervisor, result: RunResult, timeout: float | None, start: float) -> None:
+    """Wait for mpirun; at the deadline dump every rank's stack and kill everything."""
+    deadline = start + timeout if timeout else None
+    while True:
+        try:
+            supervisor.proc.wait(timeout=0.1)
+            return
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                result.stacks = supervisor.dump_stacks()
+                result.exit_code, result.status = EXIT_TIMEOUT, "TimedOut"
+                result.reason = f"timed out after {timeout:g} s"
+                supervisor.kill_all()
+                return
+
+
+def _blame(result: RunResult, output: Output, shape: JobShape, returncode: int | None) -> None:
+    """A run mpirun ended non-zero: name the failed rank, its host and why."""
+    result.exit_code, result.status = EXIT_FAILED, "Failed"
+    rank = output.scan.failed_rank()
+    if rank is not None:
+        result.failed_rank = rank
+        result.failed_host = host_of_rank(rank, shape.ppn, shape.instances)
+        result.reason = output.scan.reason(rank)
+    else:
+        result.reason = f"mpirun exited with code {returncode}"
+
+
+def execute(
+    shape: JobShape,
+    run_dir: Path,
+    *,
+    timeout: float | None = None,
+    log_dir: Path | None = None,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+    python: str = sys.executable,
+    extra_env: dict[str, str] | None = None,
+    extra_paths: Sequence[str] = (),
+    progress: Progress = silent,
+) -> RunResult:
+    """Run the prepared job under supervision and say how it ended.
+
+    The ranks' output goes to ``out`` and ``err`` (this process's by default);
+    the stacks of a run that timed out go to ``progress``.
+    """
+    launcher = preflight(python)
+    argv = mpirun_argv(shape, run_dir, launcher, python, extra_env, extra_paths)
+    output = Output(shape.world_size, log_dir)
+    start = time.monotonic()
+    proc = _start(argv, {**os.environ, **launcher.env()})
+    supervisor = Supervisor(proc, stack_dir(run_dir))
+    pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
+    result = RunResult(EXIT_OK, "Completed", 0.0, run_dir, shape.world_size)
+    try:
+        with _sigterm_interrupts():
+            try:
+                _wait(supervisor, result, timeout, start)
+            except KeyboardInterrupt:
+                result.exit_code, result.status = EXIT_INTERRUPTED, "Interrupted"
+                result.reason = "interrupted; every rank was stopped"
+                supervisor.kill_all()
+    finally:
+        supervisor.reap_ranks()
+        for t in pumps:
+            t.join(timeout=5)
+        output.close()
+    result.seconds = time.monotonic() - start
+    if result.exit_code == EXIT_OK and proc.returncode != 0:
+        _blame(result, output, shape, proc.returncode)
+    if result.stacks or result.status == "TimedOut":
+        _report_stacks(result, shape, progress)
+    return result
+
+
+_LAUNCH_FRAMES = ("<frozen runpy>", "/mpi4py/run.py", "/mpi4py/__main__.py")
+
+
+def _user_frames(stack: str) -> str:
+    """A faulthandler dump without the frames of ``python -m mpi4py`` itself."""
+    return "\n".join(
+        line
+        for line in stack.rstrip().splitlines()
+        if not any(marker in line for marker in _LAUNCH_FRAMES)
+    )
+
+
+def _report_stacks(result: RunResult, shape: JobShape, progress: Progress) -> None:
+    progress(f"smmpi: {result.reason}; Python stack of every rank:")
+    for rank in range(shape.world_size):
+        host = host_of_rank(rank, shape.ppn, shape.instances)
+        stack = result.stacks.get(rank)
+        progress(f"--- rank {rank} ({host}) ---")
+        progress(
+            _user_frames(stack)
+            if stack
+            else "(no stack: the rank had not started Python or had already exited)"
+        )

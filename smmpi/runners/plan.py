@@ -1,0 +1,68 @@
+"""The dry run: what a job will do, as data, without creating anything.
+
+The CreateTrainingJob request is captured from the SDK's own ``fit``
+(:func:`smmpi.sdk.estimator.capture_request`), offline; the container's
+mpirun argv is derived from it by :mod:`smmpi.toolkit.mpirun`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from smmpi.sdk import estimator
+from smmpi.spec import MPIJob, require_s3_inputs
+from smmpi.toolkit.mpirun import container_mpirun
+from smmpi.toolkit.request import world_size
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One job, printed: the request, the mpirun argv on algo-1, and what was assumed."""
+
+    request: dict[str, Any]
+    mpirun: list[str]
+    world_size: int
+    job_name: str
+    code_uri: str
+    files: list[str]
+    placeholders: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    region: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "request": self.request,
+            "mpirun": self.mpirun,
+            "world_size": self.world_size,
+            "job_name": self.job_name,
+            "code_uri": self.code_uri,
+            "files": self.files,
+            "placeholders": self.placeholders,
+            "notes": self.notes,
+            "region": self.region,
+        }
+
+
+def plan(job: MPIJob, *, job_name: str | None = None) -> Plan:
+    """Build the estimator offline, capture its request, derive the mpirun argv.
+
+    The plan is what SageMaker would receive, so ``file://`` channels (local
+    mode only) are refused here as they would be on submit.
+    """
+    require_s3_inputs(job)
+    built = estimator.build(job, offline=True, job_name=job_name)
+    request = estimator.capture_request(built)
+    return Plan(
+        request=request,
+        mpirun=container_mpirun(request),
+        world_size=world_size(request),
+        job_name=built.job_name,
+        code_uri=estimator.restore_placeholders({"u": built.code_uri}, built.settings.placeholders)[
+            "u"
+        ],
+        files=estimator.source_members(job),
+        placeholders=sorted(set(built.settings.placeholders.values())),
+        notes=[*built.settings.notes, *job.notes],
+        region=built.settings.region,
+    )

@@ -1,0 +1,1 @@
+"""The only code that touches the SageMaker SDK: MPIJob -> estimator -> request."""

@@ -1,0 +1,383 @@
+"""MPIJob: the one place where a job's fields, defaults and checks live.
+
+The SageMaker SDK does not validate the ``mpi`` distribution block (a misspelt
+``process_per_host`` is silently dropped and the job runs one process per
+host), so every field is checked here, before any AWS call or process start.
+A bad field raises :class:`~smmpi.errors.BadInput` naming the field, the value
+and what is allowed; an unknown keyword lists the valid ones.
+
+Importing this module is cheap: the SDK is imported only by the methods that
+build an estimator or submit.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from smmpi.aws.facts import (
+    BUCKET_RE,
+    BUCKET_RULE,
+    ENV_KEY_RE,
+    INSTANCE_TYPE_RE,
+    JOB_NAME_RE,
+    JOB_NAME_SUFFIX_LEN,
+    KEEP_ALIVE_LIMIT,
+    MAX_ENV,
+    MAX_RUN_LIMIT,
+    REGION_RE,
+    REGION_RULE,
+    ROLE_ARN_RE,
+    ROLE_RULE,
+    TAG_RE,
+    known_instance_types,
+    vcpus,
+)
+from smmpi.catalog import Program, resolve
+from smmpi.errors import BadInput
+from smmpi.spec.checks import (
+    check_vpc_ids,
+    parse_inputs,
+    parse_mpi_options,
+    parse_pairs,
+    positive_int,
+    s3_uri,
+    seconds,
+    strict_kwargs,
+)
+from smmpi.spec.versions import DEFAULT_FRAMEWORK, FRAMEWORKS, resolve_versions
+
+if TYPE_CHECKING:
+    from smmpi.runners.local.job import LocalJob
+    from smmpi.runners.plan import Plan
+    from smmpi.runners.sagemaker.submit import Submission
+
+DEFAULT_INSTANCE_TYPE = "ml.c5.2xlarge"  # 8 vCPUs, as in the reference run (seed 004)
+# One hour, not the SDK's 24: a hung MPI job burns money until max_run.
+DEFAULT_MAX_RUN = 3600
+DEFAULT_VOLUME_SIZE = 30
+
+
+@strict_kwargs
+@dataclass(frozen=True)
+class MPIJob:
+    """One MPI job: N instances x n processes of ``entry``, validated on construction.
+
+    ``framework``, ``framework_version`` and ``py_version`` left as None take the
+    pinned defaults (or the entry point's framework). ``role``, ``bucket`` and
+    ``region`` left as None are resolved at submit time (flag, env, config
+    file); a dry run shows them as marked placeholders.
+    """
+
+    entry: str
+    instances: int = 1
+    ppn: int = 1
+    source_dir: str | None = None
+    instance_type: str = DEFAULT_INSTANCE_TYPE
+    framework: str | None = None
+    framework_version: str | None = None
+    py_version: str | None = None
+    role: str | None = None
+    bucket: str | None = None
+    region: str | None = None
+    mpi_options: str | Sequence[str] | None = None
+    hyperparameters: Mapping[str, Any] | Sequence[str] | None = None
+    env: Mapping[str, Any] | Sequence[str] | None = None
+    max_run: int = DEFAULT_MAX_RUN
+    volume_size: int = DEFAULT_VOLUME_SIZE
+    tags: Mapping[str, Any] | Sequence[str] | None = None
+    base_job_name: str | None = None
+    job_name: str | None = None
+    output_path: str | None = None
+    use_spot: bool = False
+    max_wait: int | None = None
+    checkpoint_s3_uri: str | None = None
+    keep_alive: int | None = None
+    encrypt_inter_container_traffic: bool = False
+    network_isolation: bool = False
+    subnets: Sequence[str] | None = None
+    security_groups: Sequence[str] | None = None
+    inputs: Mapping[str, str] | Sequence[str] | None = None
+    program: Program = field(init=False, repr=False, compare=False)
+    notes: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
+
+    def __post_init__(self) -> None:
+        set_ = functools.partial(object.__setattr__, self)
+        notes: list[str] = []
+        set_("instances", positive_int("instances", self.instances))
+        set_("ppn", positive_int("ppn", self.ppn))
+        self._check_instance_type(notes)
+        program = resolve(self.entry, self.source_dir)
+        set_("program", program)
+        framework = self.framework or program.framework_hint or DEFAULT_FRAMEWORK
+        if framework not in FRAMEWORKS:
+            raise BadInput("framework", framework, " or ".join(FRAMEWORKS))
+        set_("framework", framework)
+        version, py = resolve_versions(framework, self.framework_version, self.py_version)
+        set_("framework_version", version)
+        set_("py_version", py)
+        if self.role is not None and not ROLE_ARN_RE.match(self.role):
+            raise BadInput("role", self.role, ROLE_RULE)
+        if self.bucket is not None and not BUCKET_RE.match(self.bucket):
+            raise BadInput("bucket", self.bucket, BUCKET_RULE)
+        if self.region is not None and not REGION_RE.match(self.region):
+            raise BadInput("region", self.region, REGION_RULE)
+        set_("mpi_options", " ".join(parse_mpi_options(self.mpi_options)))
+        self._check_maps()
+        set_("max_run", positive_int("max_run", self.max_run, MAX_RUN_LIMIT))
+        set_("volume_size", positive_int("volume_size", self.volume_size, 16384))
+        for name in ("job_name", "base_job_name"):
+            value = getattr(self, name)
+            if value is not None and not JOB_NAME_RE.match(value):
+                raise BadInput(
+                    name,
+                    value,
+                    "1-63 of a-z A-Z 0-9 and '-', starting and ending with a letter or digit",
+                )
+        if self.base_job_name and len(self.base_job_name) > 63 - JOB_NAME_SUFFIX_LEN:
+            raise BadInput(
+                "base_job_name",
+                self.base_job_name,
+                f"at most {63 - JOB_NAME_SUFFIX_LEN} characters (a date is appended)",
+            )
+        s3_uri("output_path", self.output_path)
+        s3_uri("checkpoint_s3_uri", self.checkpoint_s3_uri)
+        if self.keep_alive is not None:
+            set_("keep_alive", seconds("keep_alive", self.keep_alive, 0, KEEP_ALIVE_LIMIT))
+        self._check_spot()
+        self._check_network()
+        for name in ("use_spot", "encrypt_inter_container_traffic", "network_isolation"):
+            if not isinstance(getattr(self, name), bool):
+                raise BadInput(name, getattr(self, name), "True or False")
+        set_("notes", tuple(notes))
+        for note in notes:
+            warnings.warn(note, UserWarning, stacklevel=4)
+
+    def _check_instance_type(self, notes: list[str]) -> None:
+        value = self.instance_type
+        if not isinstance(value, str) or not INSTANCE_TYPE_RE.match(value):
+            raise BadInput(
+                "instance_type",
+                value,
+                "a SageMaker training instance type starting with 'ml.', e.g. ml.c5.2xlarge",
+            )
+        known = known_instance_types()
+        if known is not None and value not in known:
+            close = difflib.get_close_matches(value, sorted(known), n=3)
+            raise BadInput(
+                "instance_type",
+                value,
+                "a SageMaker training instance type"
+                + (f" (closest: {', '.join(close)})" if close else ""),
+            )
+        cpus = vcpus(value)
+        if cpus is not None and self.ppn > cpus:
+            notes.append(
+                f"ppn {self.ppn} exceeds the {cpus} vCPUs of {value}: processes will share cores"
+            )
+
+    def _check_maps(self) -> None:
+        set_ = functools.partial(object.__setattr__, self)
+        hps = parse_pairs("hyperparameter", self.hyperparameters)
+        for key in hps:
+            if key.startswith("sagemaker_") or key == "model_dir":
+                raise BadInput(
+                    "hyperparameter",
+                    key,
+                    "a name not starting with 'sagemaker_' and not 'model_dir' "
+                    "(reserved for the container)",
+                )
+            if not key or len(key) > 256:
+                raise BadInput("hyperparameter", key, "a name of 1-256 characters")
+        set_("hyperparameters", hps)
+        env = parse_pairs("env", self.env)
+        for key, value in env.items():
+            if not ENV_KEY_RE.match(key) or len(key) > 512:
+                raise BadInput("env", key, "a variable name matching [A-Za-z_][A-Za-z0-9_]*")
+            if len(value) > 512:
+                raise BadInput(f"env[{key}]", value[:40] + "...", "a value of at most 512 chars")
+        if len(env) > MAX_ENV:
+            raise BadInput("env", len(env), f"at most {MAX_ENV} variables")
+        set_("env", env)
+        tags = parse_pairs("tags", self.tags)
+        for key, value in tags.items():
+            if key.startswith("aws:") or not 1 <= len(key) <= 128 or not TAG_RE.match(key):
+                raise BadInput(
+                    "tags",
+                    key,
+                    "a tag key of 1-128 letters, digits, spaces and "
+                    "_.:/=+-@, not starting with 'aws:'",
+                )
+            if len(value) > 256 or not TAG_RE.match(value):
+                raise BadInput(
+                    f"tags[{key}]",
+                    value,
+                    "a tag value of at most 256 letters, digits, spaces and _.:/=+-@",
+                )
+        set_("tags", tags)
+        channels = parse_inputs(self.inputs)
+        if self.network_isolation is True and "code" in channels:
+            raise BadInput(
+                "inputs",
+                "code",
+                "a channel name other than 'code' (network isolation uploads the code there)",
+            )
+        set_("inputs", channels)
+
+    def _check_spot(self) -> None:
+        if not isinstance(self.use_spot, bool):
+            raise BadInput("use_spot", self.use_spot, "True or False")
+        if self.max_wait is not None:
+            wait = positive_int("max_wait", self.max_wait, MAX_RUN_LIMIT)
+            object.__setattr__(self, "max_wait", wait)
+            if not self.use_spot:
+                raise BadInput("max_wait", self.max_wait, "only with use_spot=True")
+        if self.use_spot:
+            if self.keep_alive:
+                raise BadInput(
+                    "keep_alive",
+                    self.keep_alive,
+                    "0 or None with use_spot=True (warm pools do not support spot training)",
+                )
+            if self.max_wait is None:
+                object.__setattr__(self, "max_wait", self.max_run)
+            elif self.max_wait < self.max_run:
+                raise BadInput(
+                    "max_wait",
+                    self.max_wait,
+                    f"seconds >= max_run ({self.max_run}) for spot training",
+                )
+
+    def _check_network(self) -> None:
+        subnets = check_vpc_ids("subnets", self.subnets)
+        groups = check_vpc_ids("security_groups", self.security_groups)
+        # A VPC needs both; one may come from the config file (``smmpi infra deploy
+        # --vpc-id``), so the pair is checked when settings are resolved.
+        object.__setattr__(self, "subnets", subnets)
+        object.__setattr__(self, "security_groups", groups)
+
+    # -- derived values ------------------------------------------------------------------
+
+    @property
+    def hyperparameter_map(self) -> dict[str, str]:
+        """User hyperparameters, normalised to strings (the form the CLI gives)."""
+        return dict(self.hyperparameters or {})  # type: ignore[arg-type]
+
+    @property
+    def env_map(self) -> dict[str, str]:
+        return dict(self.env or {})  # type: ignore[arg-type]
+
+    @property
+    def tag_map(self) -> dict[str, str]:
+        return dict(self.tags or {})  # type: ignore[arg-type]
+
+    @property
+    def input_map(self) -> dict[str, str]:
+        """Input channels, name -> URI (validated)."""
+        return dict(self.inputs or {})  # type: ignore[arg-type]
+
+    @property
+    def world_size(self) -> int:
+        return self.instances * self.ppn
+
+    @property
+    def mpi_argv(self) -> tuple[str, ...]:
+        """The custom MPI options as argv (validated, split like the container splits them)."""
+        return tuple(str(self.mpi_options).split())
+
+    @property
+    def distribution(self) -> dict[str, Any]:
+        """The SDK's ``distribution`` argument: the block the SDK itself never checks."""
+        return {
+            "mpi": {
+                "enabled": True,
+                "processes_per_host": self.ppn,
+                "custom_mpi_options": str(self.mpi_options),
+            }
+        }
+
+    # -- the flow: conveniences that delegate to smmpi.api -----------------------------------
+    # The façade sits above the spec, so it is looked up by name when called: importing
+    # the spec never imports what is built on it.
+
+    def plan(self, *, job_name: str | None = None) -> Plan:
+        """The CreateTrainingJob request and container mpirun argv, offline (no credentials)."""
+        result: Plan = _api().plan(self, job_name=job_name)
+        return result
+
+    def estimator(self, *, offline: bool = False, local: bool = False, **local_options: Any) -> Any:
+        """The SDK estimator (TensorFlow or PyTorch) for this job; see :func:`smmpi.api.estimator`.
+
+        ``local=True``: the same estimator, whose ``fit`` runs the job here
+        (``timeout``, ``log_dir``, ``keep`` go to the local run).
+        """
+        return _api().estimator(self, offline=offline, local=local, **local_options)
+
+    @overload
+    def submit(
+        self,
+        *,
+        wait: bool = ...,
+        echo: Callable[[str], None] | None = ...,
+        local: Literal[False] = ...,
+        stop_on_interrupt: bool = ...,
+    ) -> Submission: ...
+
+    @overload
+    def submit(
+        self,
+        *,
+        wait: bool = ...,
+        echo: Callable[[str], None] | None = ...,
+        local: Literal[True],
+        **local_options: Any,
+    ) -> LocalJob: ...
+
+    def submit(
+        self,
+        *,
+        wait: bool = True,
+        echo: Callable[[str], None] | None = None,
+        local: bool = False,
+        stop_on_interrupt: bool = False,
+        **local_options: Any,
+    ) -> Submission | LocalJob:
+        """Upload the source dir, create the training job, and optionally follow it.
+
+        ``local=True`` runs the very request here instead (the SDK's ``fit``
+        with its CreateTrainingJob answered by a local run) and returns the
+        local job; ``timeout``, ``log_dir``, ``out``, ``err`` go to that run.
+        Ctrl-C while waiting raises :class:`smmpi.runners.sagemaker.submit.Interrupted`
+        and leaves the job running, unless ``stop_on_interrupt``.
+        """
+        api = _api()
+        if local:
+            local_job: LocalJob = api.run_local(self, **local_options)
+            return local_job
+        submission: Submission = api.submit(
+            self, wait=wait, echo=echo, stop_on_interrupt=stop_on_interrupt
+        )
+        return submission
+
+    def run_local(self, **local_options: Any) -> LocalJob:
+        """Run here, Docker-free, at the same world size: ``submit(local=True)``."""
+        return self.submit(local=True, **local_options)
+
+
+def _api() -> Any:
+    """The façade (:mod:`smmpi.api`), resolved at call time."""
+    return importlib.import_module("smmpi.api")
+
+
+def require_s3_inputs(job: MPIJob) -> None:
+    """Refuse ``file://`` channels for SageMaker: only a local run can read this machine."""
+    for name, uri in job.input_map.items():
+        if not uri.startswith("s3://"):
+            raise BadInput(
+                f"inputs.{name}", uri, "an s3://bucket/prefix URI (file:// works only with --local)"
+            )

@@ -1,0 +1,203 @@
+"""The ``mpirun`` line the container runs on algo-1, as a pure function of the request.
+
+sagemaker_training.mpi.MasterRunner builds one Open MPI 4 command from the
+hyperparameters ``sagemaker_mpi_*``, ``ResourceConfig`` and the image; this
+module builds the same argv, so a dry run shows it and local mode translates it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from smmpi.toolkit.request import (
+    MPI_CUSTOM_OPTIONS,
+    channels,
+    decode_hyperparameters,
+    hosts,
+    processes_per_host,
+    program,
+    program_args,
+    user_hyperparameters,
+    world_size,
+)
+
+NETWORK_INTERFACE = "eth0"  # what SageMaker's resourceconfig.json names
+# sagemaker_training/__init__.py: instances whose mpirun gets EFA variables.
+EFA_NCCL_INSTANCES = frozenset(
+    {
+        "ml.g4dn.8xlarge",
+        "ml.g4dn.12xlarge",
+        "ml.g5.48xlarge",
+        "ml.p3dn.24xlarge",
+        "ml.p4d.24xlarge",
+        "ml.p4de.24xlarge",
+        "ml.p5.48xlarge",
+        "ml.p5e.48xlarge",
+        "ml.trn1.32xlarge",
+        "ml.p6e-gb200.36xlarge",
+    }
+)
+EFA_RDMA_INSTANCES = frozenset(
+    {
+        "ml.p4d.24xlarge",
+        "ml.p4de.24xlarge",
+        "ml.p5.48xlarge",
+        "ml.p5e.48xlarge",
+        "ml.trn1.32xlarge",
+        "ml.p6e-gb200.36xlarge",
+    }
+)
+# environment.Environment.to_env_vars(): the SM_* variables, in the toolkit's order.
+# mpirun forwards each with -x, then PYTHONPATH (added by environment.write_env_vars).
+ENV_KEYS = (
+    "hosts",
+    "network_interface_name",
+    "hps",
+    "user_entry_point",
+    "framework_params",
+    "resource_config",
+    "input_data_config",
+    "output_data_dir",
+    "channels",
+    "current_host",
+    "current_instance_type",
+    "current_instance_group",
+    "current_instance_group_hosts",
+    "instance_groups",
+    "instance_groups_dict",
+    "distribution_instance_groups",
+    "is_hetero",
+    "module_name",
+    "log_level",
+    "framework_module",
+    "input_dir",
+    "input_config_dir",
+    "output_dir",
+    "num_cpus",
+    "num_gpus",
+    "num_neurons",
+    "model_dir",
+    "module_dir",
+    "training_env",
+    "user_args",
+    "output_intermediate_dir",
+)
+
+
+def python_version(request: dict[str, Any]) -> str | None:
+    """The image's Python as X.Y, read from its tag (``...-cpu-py312`` -> 3.12)."""
+    image = request.get("AlgorithmSpecification", {}).get("TrainingImage", "")
+    m = re.search(r"-py(\d)(\d+)(?:$|-)", image)
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def container_python(request: dict[str, Any]) -> str:
+    """sys.executable in the DLC images (Python built from source under /usr/local)."""
+    version = python_version(request)
+    return f"/usr/local/bin/python{version}" if version else "/usr/local/bin/python3"
+
+
+def gethostname_library(request: dict[str, Any]) -> str:
+    """The toolkit's LD_PRELOAD: its ``gethostname`` C extension in the image's site-packages."""
+    version = python_version(request) or "3"
+    tag = version.replace(".", "")
+    return (
+        f"/usr/local/lib/python{version}/site-packages/"
+        f"gethostname.cpython-{tag}-x86_64-linux-gnu.so"
+    )
+
+
+def parse_custom_mpi_options(options: str) -> tuple[str, list[str]]:
+    """The toolkit's own parse: split on whitespace, pull out --NCCL_DEBUG (default INFO)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--NCCL_DEBUG", default="INFO", type=str)
+    known, rest = parser.parse_known_args(options.split())
+    return str(known.NCCL_DEBUG), rest
+
+
+def container_env_names(request: dict[str, Any], channels: Iterable[str] = ()) -> list[str]:
+    """Names of the SM_* variables the toolkit sets and mpirun forwards, in its order."""
+    names = [f"SM_{key.upper()}" for key in ENV_KEYS]
+    names += [f"SM_CHANNEL_{c.upper()}" for c in channels]
+    names += [f"SM_HP_{k.upper()}" for k in user_hyperparameters(request)]
+    names.append("PYTHONPATH")
+    return names
+
+
+def container_mpirun(request: dict[str, Any]) -> list[str]:
+    """The argv sagemaker_training.mpi.MasterRunner builds on algo-1 (Open MPI 4 flags).
+
+    Seed 004's log shows the same line for a TensorFlow 2.3 image; the toolkit
+    5.x adds ``btl_vader_single_copy_mechanism none`` and more SM_* variables.
+    SageMaker does not put AWS credentials in the container environment, so the
+    toolkit's ``-x AWS_*`` forwarding does not appear.
+    """
+    host_list = hosts(request)
+    ppn = processes_per_host(request)
+    num = world_size(request)
+    iface = NETWORK_INTERFACE
+    nccl_debug, extra = parse_custom_mpi_options(
+        str(decode_hyperparameters(request).get(MPI_CUSTOM_OPTIONS) or "")
+    )
+    instance_type = request["ResourceConfig"]["InstanceType"]
+    hosts_arg = host_list if ppn == 1 else [f"{h}:{ppn}" for h in host_list]
+    cmd = [
+        "mpirun",
+        "--host",
+        ",".join(hosts_arg),
+        "-np",
+        str(num),
+        "--allow-run-as-root",
+        "--display-map",
+        "--tag-output",
+        "-mca",
+        "btl_tcp_if_include",
+        iface,
+        "-mca",
+        "oob_tcp_if_include",
+        iface,
+        "-mca",
+        "plm_rsh_no_tree_spawn",
+        "1",
+        "-bind-to",
+        "none",
+        "-map-by",
+        "slot",
+        "-mca",
+        "pml",
+        "ob1",
+        "-mca",
+        "btl",
+        "^openib",
+        "-mca",
+        "orte_abort_on_non_zero_status",
+        "1",
+        "-mca",
+        "btl_vader_single_copy_mechanism",
+        "none",
+        "-x",
+        "NCCL_MIN_NRINGS=4",
+        "-x",
+        f"NCCL_SOCKET_IFNAME={iface}",
+        "-x",
+        f"NCCL_DEBUG={nccl_debug}",
+        "-x",
+        "LD_LIBRARY_PATH",
+        "-x",
+        "PATH",
+        "-x",
+        f"LD_PRELOAD={gethostname_library(request)}",
+    ]
+    cmd += extra
+    if instance_type in EFA_NCCL_INSTANCES:
+        cmd += ["-x", "FI_PROVIDER=efa", "-x", "NCCL_PROTO=simple"]
+    if instance_type in EFA_RDMA_INSTANCES:
+        cmd += ["-x", "FI_EFA_USE_DEVICE_RDMA=1"]
+    for name in container_env_names(request, channels(request)):
+        cmd += ["-x", name]
+    cmd += [container_python(request), "-m", "mpi4py", program(request)]
+    cmd += program_args(request)
+    return cmd

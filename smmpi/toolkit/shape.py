@@ -1,0 +1,110 @@
+"""The job as the container sees it: built from a request, or from a program and flags.
+
+:func:`shape_from_request` reads only what the toolkit reads; :func:`shape_from_program`
+is ``smmpi run``'s job (no request), checked by the spec's own rules. Both runs
+of local mode (``smmpi run`` and ``submit --local``) go through :class:`JobShape`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from smmpi.aws.facts import vcpus
+from smmpi.catalog import Program
+from smmpi.errors import BadInput
+from smmpi.spec.checks import positive_int
+from smmpi.toolkit import request as rq
+from smmpi.toolkit.hosts import HostDirs, host_name, on_host
+
+
+@dataclass(frozen=True)
+class JobShape:
+    """What every emulated host needs to know about the job."""
+
+    job_name: str
+    script: str  # sagemaker_program, relative to the code dir
+    instances: int
+    ppn: int
+    hyperparameters: Mapping[str, Any] = field(default_factory=dict)  # user-visible (SM_HPS)
+    user_args: Sequence[str] = ()  # the script's arguments (the request's: request.program_args)
+    custom_mpi_options: str = ""
+    channels: Mapping[str, str] = field(default_factory=dict)  # name -> content type or ""
+    environment: Mapping[str, str] = field(default_factory=dict)  # the job's Environment
+    instance_type: str = "local"
+    num_cpus: int = 0  # 0: this machine's
+    module_dir: str = ""
+    framework_module: str | None = None
+
+    @property
+    def hosts(self) -> list[str]:
+        return [host_name(i) for i in range(self.instances)]
+
+    @property
+    def world_size(self) -> int:
+        return self.instances * self.ppn
+
+    @property
+    def module_name(self) -> str:
+        name = self.script[:-3] if self.script.endswith(".py") else self.script
+        return name.replace("/", ".")
+
+    def args(self, dirs: HostDirs | None = None) -> list[str]:
+        """The script's arguments on one host (container paths moved under its tree)."""
+        return [on_host(a, dirs) for a in self.user_args]
+
+    def host_hyperparameters(self, dirs: HostDirs) -> dict[str, Any]:
+        return {k: on_host(v, dirs) for k, v in self.hyperparameters.items()}
+
+
+def shape_from_request(request: dict[str, Any]) -> JobShape:
+    """The job as the toolkit sees it, from the request alone."""
+    try:
+        script = rq.program(request)
+        instances = int(request["ResourceConfig"]["InstanceCount"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise BadInput(
+            "request",
+            f"missing {err}",
+            "a CreateTrainingJob request with sagemaker_program and ResourceConfig.InstanceCount",
+        ) from None
+    fw = rq.framework_params(request)
+    if fw.get("sagemaker_mpi_enabled") not in (True, "true", "True"):
+        raise BadInput(
+            "HyperParameters.sagemaker_mpi_enabled",
+            fw.get("sagemaker_mpi_enabled"),
+            "true (smmpi runs MPI jobs)",
+        )
+    instance_type = str(request["ResourceConfig"].get("InstanceType", "local"))
+    channels = {
+        str(c["ChannelName"]): str(c.get("ContentType") or "")
+        for c in request.get("InputDataConfig") or []
+    }
+    return JobShape(
+        job_name=str(request.get("TrainingJobName", "local-job")),
+        script=script,
+        instances=instances,
+        ppn=rq.processes_per_host(request),
+        hyperparameters=rq.user_hyperparameters(request),
+        user_args=rq.program_args(request),
+        custom_mpi_options=str(fw.get(rq.MPI_CUSTOM_OPTIONS) or ""),
+        channels=channels,
+        environment={str(k): str(v) for k, v in (request.get("Environment") or {}).items()},
+        instance_type=instance_type,
+        num_cpus=vcpus(instance_type) or 0,
+        module_dir=str(rq.decode_hyperparameters(request).get("sagemaker_submit_directory", "")),
+    )
+
+
+def shape_from_program(
+    program: Program, instances: object, ppn: object, args: Sequence[str] = ()
+) -> JobShape:
+    """``smmpi run``'s job: a program on N hosts x n processes, checked as MPIJob checks them."""
+    return JobShape(
+        job_name=f"smmpi-run-{program.name}".replace("_", "-")[:63],
+        script=program.script,
+        instances=positive_int("instances", instances),
+        ppn=positive_int("ppn", ppn),
+        user_args=list(args),
+    )

@@ -1,0 +1,143 @@
+"""Helpers shared by the tests: paths, a clean environment, the CLI as a subprocess."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+NETGUARD = Path(__file__).resolve().parent / "netguard"
+
+ROLE = "arn:aws:iam::123456789012:role/x"
+#: The fake credentials of :class:`MotoServer`: no output may contain them.
+SECRETS = ("testing-secret-do-not-print", "testing-AKIDEXAMPLE")
+#: The source dir of the packaged ``demo`` entry point.
+DEMO_FILES = [
+    "broadcast.py",
+    "demo.py",
+    "gather_reduce_broadcast.py",
+    "point_to_point.py",
+    "smmpi_runtime.py",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def base_env(tmp_path: Path) -> dict[str, str]:
+    """An environment with no real AWS credentials or config, MPI allowed as root."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMMPI_"))}
+    env.update(
+        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        SAGEMAKER_SUPPRESS_V2_WARNING="1",
+        SMMPI_CONFIG=str(tmp_path / "smmpi-config.json"),
+        HOME=str(tmp_path / "home"),
+        AWS_CONFIG_FILE=str(tmp_path / "no-aws-config"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "no-aws-credentials"),
+        AWS_EC2_METADATA_DISABLED="true",
+        PYTHONUNBUFFERED="1",
+    )
+    (tmp_path / "home").mkdir(exist_ok=True)
+    return env
+
+
+class MotoServer:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def aws_env(self, region: str = "us-west-2") -> dict[str, str]:
+        """Variables that point boto3 (and so the SDK) at this server, with fake credentials."""
+        return {
+            "AWS_ENDPOINT_URL": self.url,
+            "AWS_ACCESS_KEY_ID": "testing-AKIDEXAMPLE",
+            "AWS_SECRET_ACCESS_KEY": "testing-secret-do-not-print",
+            "AWS_DEFAULT_REGION": region,
+            "AWS_REGION": region,
+        }
+
+    def reset(self) -> None:
+        req = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST")
+        urllib.request.urlopen(req, timeout=10).read()
+
+    def boto3_client(self, service: str, region: str = "us-west-2"):  # type: ignore[no-untyped-def]
+        import boto3
+
+        return boto3.client(
+            service,
+            endpoint_url=self.url,
+            region_name=region,
+            aws_access_key_id="testing-AKIDEXAMPLE",
+            aws_secret_access_key="testing-secret-do-not-print",
+        )
+
+
+def smmpi(
+    args: list[str],
+    env: dict[str, str],
+    cwd: Path | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run the real `smmpi` CLI as a subprocess."""
+    return subprocess.run(
+        [str(BIN / "smmpi"), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def processes_with(marker: str) -> list[str]:
+    """Command lines of live processes containing ``marker`` (for orphan checks)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().split(") ", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmd and state != "Z":
+            found.append(cmd)
+    return found
+
+
+def run_checked(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The CLI as a subprocess, asserting that no output shows the fake credentials."""
+    result = smmpi(args, env)
+    for secret in SECRETS:
+        assert secret not in result.stdout and secret not in result.stderr
+    return result
+
+
+def training_jobs(moto: MotoServer) -> list[str]:
+    client = moto.boto3_client("sagemaker")
+    return [j["TrainingJobName"] for j in client.list_training_jobs()["TrainingJobSummaries"]]
+
+
+def s3_state(moto: MotoServer) -> dict[str, list[str]]:
+    s3 = moto.boto3_client("s3")
+    return {
+        b["Name"]: [o["Key"] for o in s3.list_objects_v2(Bucket=b["Name"]).get("Contents", [])]
+        for b in s3.list_buckets()["Buckets"]
+    }
+
+
+def tar_members(moto: MotoServer, bucket: str, key: str) -> list[str]:
+    body = moto.boto3_client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+        return sorted(tar.getnames())

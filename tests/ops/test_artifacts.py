@@ -1,0 +1,142 @@
+"""`smmpi fetch`: the model and output archives, downloaded and extracted safely."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smmpi import archives
+from smmpi.errors import SmmpiError
+from tests.helpers import MotoServer, smmpi
+
+pytestmark = pytest.mark.aws
+
+
+SECRET = "testing-secret-do-not-print"
+
+
+JOB = "smmpi-demo-2026-11-21-19-56-11-281"
+
+
+BUCKET = "smmpi-test-bucket"
+
+
+def create_job(
+    moto: MotoServer, name: str = JOB, tagged: bool = True, count: int = 3, ppn: int = 2
+) -> None:
+    sm = moto.boto3_client("sagemaker")
+    sm.create_training_job(
+        TrainingJobName=name,
+        AlgorithmSpecification={
+            "TrainingImage": "763104351884.dkr.ecr.us-west-2.amazonaws.com/"
+            "tensorflow-training:2.14-cpu-py310",
+            "TrainingInputMode": "File",
+        },
+        RoleArn="arn:aws:iam::123456789012:role/smmpi-ExecutionRole",
+        OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/jobs"},
+        ResourceConfig={
+            "InstanceType": "ml.c5.2xlarge",
+            "InstanceCount": count,
+            "VolumeSizeInGB": 30,
+        },
+        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+        HyperParameters={
+            "sagemaker_mpi_enabled": "true",
+            "sagemaker_mpi_num_of_processes_per_host": str(ppn),
+        },
+        Tags=[{"Key": "smmpi:managed", "Value": "true"}] if tagged else [],
+    )
+
+
+def cli_env(env: dict[str, str], moto: MotoServer) -> dict[str, str]:
+    return {**env, **moto.aws_env()}
+
+
+def run(args: list[str], env: dict[str, str]) -> Any:
+    done = smmpi(args, env)
+    assert SECRET not in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def _tar_gz(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_fetch_downloads_and_extracts_both_archives(
+    moto_server: MotoServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    create_job(moto_server)
+    s3 = moto_server.boto3_client("s3")
+    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    prefix = f"jobs/{JOB}/output"
+    s3.put_object(
+        Bucket=BUCKET,
+        Key=f"{prefix}/model.tar.gz",
+        Body=_tar_gz({"weights.npy": b"w" * 10, "sub/config.json": b"{}"}),
+    )
+    s3.put_object(
+        Bucket=BUCKET,
+        Key=f"{prefix}/output.tar.gz",
+        Body=_tar_gz({"data/rank-0.txt": b"rank 0 done\n"}),
+    )
+    dest = tmp_path / "artifacts"
+    done = run(["fetch", JOB, "--to", str(dest)], cli_env(env, moto_server))
+    assert done.returncode == 0, done.stderr
+    assert (dest / "model" / "weights.npy").read_bytes() == b"w" * 10
+    assert (dest / "model" / "sub" / "config.json").read_text() == "{}"
+    assert (dest / "output" / "data" / "rank-0.txt").read_text() == "rank 0 done\n"
+    assert not list(dest.glob("*.tar.gz"))
+    assert done.stdout.splitlines() == [
+        f"model: 2 file(s) in {dest / 'model'}",
+        f"output: 1 file(s) in {dest / 'output'}",
+    ]
+
+
+def test_fetch_default_dir_and_a_missing_archive(
+    moto_server: MotoServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    create_job(moto_server)
+    s3 = moto_server.boto3_client("s3")
+    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    s3.put_object(
+        Bucket=BUCKET, Key=f"jobs/{JOB}/output/output.tar.gz", Body=_tar_gz({"log.txt": b"x"})
+    )
+    done = smmpi(["fetch", JOB], cli_env(env, moto_server), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / JOB / "output" / "log.txt").read_text() == "x"
+    assert f"model: no archive at s3://{BUCKET}/jobs/{JOB}/output/model.tar.gz" in done.stderr
+
+
+def test_fetch_with_nothing_to_fetch_fails(
+    moto_server: MotoServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    create_job(moto_server)
+    moto_server.boto3_client("s3").create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+    )
+    done = run(["fetch", JOB, "--to", str(tmp_path / "d")], cli_env(env, moto_server))
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"smmpi: {JOB} (Completed) has no model or output archive at "
+        f"s3://{BUCKET}/jobs/{JOB}/output/model.tar.gz, "
+        f"s3://{BUCKET}/jobs/{JOB}/output/output.tar.gz"
+    ]
+
+
+def test_fetch_refuses_archive_members_outside_the_directory(tmp_path: Path) -> None:
+    archive = tmp_path / "model.tar.gz"
+    archive.write_bytes(_tar_gz({"../escaped.txt": b"x"}))
+    with pytest.raises(SmmpiError, match=r"refusing unsafe member '\.\./escaped\.txt'"):
+        archives.extract(archive, tmp_path / "model")
+    assert not (tmp_path / "escaped.txt").exists()

@@ -1,0 +1,81 @@
+"""`smmpi jobs`: only the jobs carrying smmpi's tag, against a moto server."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.helpers import MotoServer, smmpi
+
+pytestmark = pytest.mark.aws
+
+
+SECRET = "testing-secret-do-not-print"
+
+
+JOB = "smmpi-demo-2026-11-21-19-56-11-281"
+
+
+BUCKET = "smmpi-test-bucket"
+
+
+def create_job(
+    moto: MotoServer, name: str = JOB, tagged: bool = True, count: int = 3, ppn: int = 2
+) -> None:
+    sm = moto.boto3_client("sagemaker")
+    sm.create_training_job(
+        TrainingJobName=name,
+        AlgorithmSpecification={
+            "TrainingImage": "763104351884.dkr.ecr.us-west-2.amazonaws.com/"
+            "tensorflow-training:2.14-cpu-py310",
+            "TrainingInputMode": "File",
+        },
+        RoleArn="arn:aws:iam::123456789012:role/smmpi-ExecutionRole",
+        OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/jobs"},
+        ResourceConfig={
+            "InstanceType": "ml.c5.2xlarge",
+            "InstanceCount": count,
+            "VolumeSizeInGB": 30,
+        },
+        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+        HyperParameters={
+            "sagemaker_mpi_enabled": "true",
+            "sagemaker_mpi_num_of_processes_per_host": str(ppn),
+        },
+        Tags=[{"Key": "smmpi:managed", "Value": "true"}] if tagged else [],
+    )
+
+
+def cli_env(env: dict[str, str], moto: MotoServer) -> dict[str, str]:
+    return {**env, **moto.aws_env()}
+
+
+def run(args: list[str], env: dict[str, str]) -> Any:
+    done = smmpi(args, env)
+    assert SECRET not in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def test_jobs_lists_only_smmpi_jobs(moto_server: MotoServer, env: dict[str, str]) -> None:
+    create_job(moto_server, "smmpi-one")
+    create_job(moto_server, "made-by-someone-else", tagged=False)
+    create_job(moto_server, "smmpi-two")
+    done = run(["jobs"], cli_env(env, moto_server))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["JOB", "STATUS", "CREATED", "TOOK"]
+    assert sorted(line.split()[0] for line in lines[1:]) == ["smmpi-one", "smmpi-two"]
+    listed = json.loads(run(["jobs", "--json", "--limit", "1"], cli_env(env, moto_server)).stdout)
+    assert len(listed) == 1
+    assert listed[0]["name"] in {"smmpi-one", "smmpi-two"}
+
+
+def test_jobs_when_there_are_none(moto_server: MotoServer, env: dict[str, str]) -> None:
+    create_job(moto_server, "made-by-someone-else", tagged=False)
+    done = run(["jobs"], cli_env(env, moto_server))
+    assert done.returncode == 0
+    assert done.stdout == ""
+    assert "no jobs submitted by smmpi" in done.stderr

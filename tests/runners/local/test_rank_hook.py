@@ -1,0 +1,42 @@
+"""The ranks' sitecustomize: a user's own sitecustomize still runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import smmpi
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def run_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """The clean env with TMPDIR private to the test, so created run dirs can be counted."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env["TMPDIR"] = str(tmp)
+    return env
+
+
+def test_users_sitecustomize_still_runs(run_env: dict[str, str], tmp_path: Path) -> None:
+    """smmpi's stack-dump hook is a sitecustomize; a user's own one must still run on the ranks."""
+    site = tmp_path / "usersite"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os\nos.environ['USER_SITE_RAN'] = 'yes'\n")
+    run_env["PYTHONPATH"] = str(site)
+    script = _write(
+        tmp_path / "site_check.py",
+        (
+            "import os\nfrom mpi4py import MPI\n"
+            "assert os.environ.get('USER_SITE_RAN') == 'yes', 'user sitecustomize did not run'\n"
+            "print('site ok', MPI.COMM_WORLD.Get_rank())\n"
+        ),
+    )
+    r = smmpi(["run", str(script), "-N", "1", "-n", "2"], run_env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("site ok") == 2

@@ -1,0 +1,121 @@
+"""Supervision: a failed rank named, a hang ended with every stack, nothing left behind."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import BIN, processes_with, smmpi
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _no_run_dirs(tmp: Path) -> bool:
+    return not any(tmp.glob("smmpi-run-*"))
+
+
+@pytest.fixture
+def run_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """The clean env with TMPDIR private to the test, so created run dirs can be counted."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env["TMPDIR"] = str(tmp)
+    return env
+
+
+def test_failing_rank_is_named(run_env: dict[str, str], tmp_path: Path) -> None:
+    script = _write(
+        tmp_path / "seed_bug.py",
+        (
+            "from mpi4py import MPI\nimport numpy as np\n"
+            "comm = MPI.COMM_WORLD\n"
+            "if comm.Get_rank() == 3:\n    np.float\n"
+            "comm.Barrier()\n"
+        ),
+    )
+    start = time.monotonic()
+    r = smmpi(["run", str(script), "--instances", "3", "--ppn", "2"], run_env)
+    elapsed = time.monotonic() - start
+    assert r.returncode == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "smmpi: rank 3 (algo-2) failed: AttributeError: module 'numpy' has no attribute 'float'"
+    ), last
+    assert elapsed < 30, elapsed
+    assert processes_with(str(script)) == []
+
+
+def test_rank_exit_code_is_named(run_env: dict[str, str], tmp_path: Path) -> None:
+    script = _write(
+        tmp_path / "exits.py",
+        (
+            "import sys\nfrom mpi4py import MPI\n"
+            "sys.exit(3 if MPI.COMM_WORLD.Get_rank() == 1 else 0)\n"
+        ),
+    )
+    r = smmpi(["run", str(script), "--instances", "2", "--ppn", "1"], run_env)
+    assert r.returncode == 1
+    assert (
+        r.stderr.strip().splitlines()[-1]
+        == "smmpi: rank 1 (algo-2) failed: exit code 3 (MPI_Abort)"
+    )
+
+
+HANG = (
+    "from mpi4py import MPI\nimport numpy as np\n"
+    "comm = MPI.COMM_WORLD\n"
+    "def wait_for_left_neighbour():\n"
+    "    buf = np.empty(1)\n"
+    "    comm.Recv(buf, source=(comm.Get_rank() - 1) % comm.Get_size())\n"
+    "wait_for_left_neighbour()\n"
+)
+
+
+def test_timeout_prints_every_stack_and_leaves_nothing(
+    run_env: dict[str, str], tmp_path: Path
+) -> None:
+    script = _write(tmp_path / "deadlock_marker_t.py", HANG)
+    start = time.monotonic()
+    r = smmpi(["run", str(script), "--instances", "2", "--ppn", "2", "--timeout", "3"], run_env)
+    elapsed = time.monotonic() - start
+    assert r.returncode == 124, r.stderr
+    assert elapsed < 30
+    err = r.stderr
+    for rank in range(4):
+        header = f"--- rank {rank} (algo-{rank // 2 + 1}) ---"
+        assert header in err
+        section = err.split(header, 1)[1].split("--- rank", 1)[0]
+        assert "in wait_for_left_neighbour" in section, section
+        assert "<frozen runpy>" not in section
+    assert err.strip().splitlines()[-1] == "smmpi: timed out after 3 s"
+    time.sleep(0.5)
+    assert processes_with("deadlock_marker_t.py") == []
+    assert _no_run_dirs(Path(run_env["TMPDIR"]))
+
+
+def test_interrupt_stops_everything(run_env: dict[str, str], tmp_path: Path) -> None:
+    script = _write(tmp_path / "deadlock_marker_i.py", HANG)
+    proc = subprocess.Popen(
+        [str(BIN / "smmpi"), "run", str(script), "-N", "2", "-n", "2"],
+        env=run_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while len(processes_with("deadlock_marker_i.py")) < 5 and time.monotonic() < deadline:
+        time.sleep(0.1)  # smmpi itself + 4 ranks
+    assert len(processes_with("deadlock_marker_i.py")) >= 5
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err.strip().splitlines()[-1]
+    time.sleep(0.5)
+    assert processes_with("deadlock_marker_i.py") == []
