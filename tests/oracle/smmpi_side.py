@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from smmpi.local.job import _shape
-from smmpi.local.launcher import prepare_hosts
-from smmpi.local.layout import HostDirs
-from smmpi.plan import plan as build_plan
+from smmpi.runners.local.layout import prepare_hosts
+from smmpi.runners.plan import plan as build_plan
 from smmpi.spec import MPIJob
+from smmpi.toolkit.hosts import HostDirs
+from smmpi.toolkit.shape import shape_from_request
 
 
 def plan(job: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -22,7 +22,7 @@ def plan(job: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 def lay_out(request: dict[str, Any], run_dir: Path, source: Path | None) -> dict[str, str]:
     """smmpi's host trees for ``request``; returns each host's stand-in for /opt/ml."""
-    shape = _shape(request)
+    shape = shape_from_request(request)
     hps_json = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
 
     def lay_code(dirs: HostDirs) -> None:
@@ -67,7 +67,7 @@ def container_start(request: dict[str, Any]) -> dict[str, Any]:
     framework = "pytorch" if "/pytorch-training:" in image else "tensorflow"
     version = image.rsplit(":", 1)[1].split("-", 1)[0]
     instance_type = request["ResourceConfig"]["InstanceType"]
-    shape = _shape(request)
+    shape = shape_from_request(request)
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         **_IMAGE_ENV[framework],
