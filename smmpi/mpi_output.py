@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 _ABORT_RE = re.compile(r"MPI_ABORT was invoked on rank (?P<rank>\d+) in communicator")
-_ERRORCODE_RE = re.compile(r"^\s*Errorcode: (?P<code>-?\d+)")
+_ERRORCODE_RE = re.compile(r"^\s*(?:Errorcode: |with errorcode )(?P<code>-?\d+)")  # OMPI 5, 4
 _EXIT_RE = re.compile(
     r"(?:process rank|rank) (?P<rank>\d+) with PID \d+ on node \S+ exited on\s+signal (?P<sig>\d+)"
 )
@@ -164,3 +164,17 @@ class FailureScan:
         if rank in self.signalled:
             return f"killed by signal {self.signalled[rank]}"
         return "exited abnormally"
+
+
+_UNPRINTABLE_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\udc80-\udcff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00 if code >= 0xDC80 else code:02x}"
+
+
+def printable(text: str) -> str:
+    """``text`` safe to show on a terminal: control characters (NUL, the ESC of ANSI/OSC
+    sequences, carriage return, C1 codes) and undecodable bytes become ``\\xNN``."""
+    return _UNPRINTABLE_RE.sub(_escape, text)

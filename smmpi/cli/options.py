@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -12,6 +13,30 @@ F = TypeVar("F", bound=Callable[..., Any])
 region_option = click.option(
     "--region", default=None, help="AWS region (default: SMMPI_REGION, the config, AWS_REGION)."
 )
+
+
+class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in click >= 8.2
+    """A finite number of seconds > 0: ``nan``, ``inf``, 0 and negatives are one line, exit 2."""
+
+    name = "SECONDS"
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not (math.isfinite(number) and number > 0):
+            self.fail(
+                f"invalid {self.field}: {str(value)!r}; allowed: a finite number of seconds > 0",
+                param,
+                ctx,
+            )
+        return number
 
 
 def _group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
@@ -28,7 +53,7 @@ def local_run_options(
 ) -> Callable[[F], F]:
     """``--timeout``, ``--log-dir``, ``--install-requirements``: how a local run goes."""
     return _group(
-        click.option("--timeout", type=float, default=None, help=timeout_help),
+        click.option("--timeout", type=Seconds("--timeout"), default=None, help=timeout_help),
         click.option(
             "--log-dir", type=click.Path(file_okay=False), default=None, help=log_dir_help
         ),

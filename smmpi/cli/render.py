@@ -31,7 +31,7 @@ def _side_by_side(container: list[str]) -> list[str]:
         if row in sm:
             if row is sm[0]:
                 rows.append(
-                    Row((f"-x SM_... ({len(sm)} variables)",), ("-x SM_...=<per host>",), row.why)
+                    Row((f"-x SM_... ({len(sm)} variables)",), ("SM_...=<per host>",), row.why)
                 )
             continue
         rows.append(row)

@@ -3,11 +3,16 @@
 ::
 
     mpirun --oversubscribe --tag-output \\
-        -np n -x SM_CURRENT_HOST=algo-1 ... --wdir <algo-1>/opt/ml/code python -m mpi4py prog : \\
-        -np n -x SM_CURRENT_HOST=algo-2 ... --wdir <algo-2>/opt/ml/code python -m mpi4py prog : ...
+        -np n --wdir <algo-1>/opt/ml/code python watch.py rank <algo-1.json> -- \\
+            python -m mpi4py prog : \\
+        -np n --wdir <algo-2>/opt/ml/code python watch.py rank <algo-2.json> -- \\
+            python -m mpi4py prog : ...
 
 so ranks are numbered by slot exactly as the container's ``--host algo-1:n,...``
 maps them, and each sees its own instance's ``SM_*`` variables and ``/opt/ml``.
+Each host's variables travel in its host file (:mod:`.hostfiles`), which the
+rank watcher applies before the rank starts, not as ``-x`` flags: the command
+line stays small whatever the number of hosts.
 """
 
 from __future__ import annotations
@@ -16,12 +21,57 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from smmpi.runners.local.hostfiles import host_file, rank_command, write_host_file
 from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
 from smmpi.runners.local.mpi import Launcher
 from smmpi.runners.local.translate import local_flags
 from smmpi.toolkit.environment import sm_env
 from smmpi.toolkit.mpirun import parse_custom_mpi_options
 from smmpi.toolkit.shape import JobShape
+
+
+def host_env(
+    shape: JobShape,
+    run_dir: Path,
+    host: str,
+    extra_env: dict[str, str] | None = None,
+    extra_paths: Sequence[str] = (),
+) -> dict[str, str]:
+    """Every variable a rank on ``host`` gets on top of mpirun's own environment."""
+    dirs = host_dirs(run_dir, host)
+    env = sm_env(shape, dirs, host)
+    env.update(shape.environment)
+    env.update(
+        PYTHONPATH=os.pathsep.join(
+            p
+            for p in (
+                str(site_dir(run_dir)),
+                str(dirs.code),
+                *extra_paths,
+                os.environ.get("PYTHONPATH"),
+            )
+            if p
+        ),
+        PYTHONUNBUFFERED="1",  # as in SageMaker's framework images
+        SMMPI_LOCAL="1",
+        SMMPI_STACK_DIR=str(stack_dir(run_dir)),
+    )
+    if extra_env:
+        env.update(extra_env)
+    return env
+
+
+def rank_argv(shape: JobShape, run_dir: Path, host: str, python: str) -> list[str]:
+    """One host's app context: its ranks start under the rank watcher with the host's file."""
+    dirs = host_dirs(run_dir, host)
+    command = [python, "-m", "mpi4py", shape.script, *shape.args(dirs)]
+    return [
+        "-np",
+        str(shape.ppn),
+        "--wdir",
+        str(dirs.code),
+        *rank_command(host_file(run_dir, host), command),
+    ]
 
 
 def mpirun_argv(
@@ -31,37 +81,22 @@ def mpirun_argv(
     python: str,
     extra_env: dict[str, str] | None = None,
     extra_paths: Sequence[str] = (),
+    stdin_closed: bool = True,
 ) -> list[str]:
-    """The local mpirun command: one app context per emulated host."""
+    """The local mpirun command, one app context per emulated host; writes the host files.
+
+    ``stdin_closed``: every rank reads end-of-file (as in a SageMaker job);
+    otherwise rank 0 reads mpirun's stdin.
+    """
     argv = [launcher.mpirun, *launcher.base_flags()]
     if launcher.implementation == "openmpi":
         _, custom = parse_custom_mpi_options(shape.custom_mpi_options)
         argv += local_flags(custom)
+        if stdin_closed:
+            argv += ["--stdin", "none"]
     for index, host in enumerate(shape.hosts):
-        dirs = host_dirs(run_dir, host)
-        env = sm_env(shape, dirs, host)
-        env.update(shape.environment)
-        env.update(
-            PYTHONPATH=os.pathsep.join(
-                p
-                for p in (
-                    str(site_dir(run_dir)),
-                    str(dirs.code),
-                    *extra_paths,
-                    os.environ.get("PYTHONPATH"),
-                )
-                if p
-            ),
-            PYTHONUNBUFFERED="1",  # as in SageMaker's framework images
-            SMMPI_LOCAL="1",
-            SMMPI_STACK_DIR=str(stack_dir(run_dir)),
-        )
-        if extra_env:
-            env.update(extra_env)
+        write_host_file(run_dir, host, host_env(shape, run_dir, host, extra_env, extra_paths))
         if index:
             argv.append(":")
-        argv += ["-np", str(shape.ppn)]
-        for key in sorted(env):
-            argv += ["-x", f"{key}={env[key]}"]
-        argv += ["--wdir", str(dirs.code), python, "-m", "mpi4py", shape.script, *shape.args(dirs)]
+        argv += rank_argv(shape, run_dir, host, python)
     return argv

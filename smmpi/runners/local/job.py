@@ -32,11 +32,12 @@ from smmpi.archives import extract, tar_dirs
 from smmpi.aws.facts import check_job_name
 from smmpi.errors import BadInput
 from smmpi.runners.base import RunOptions
+from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.inputs import copy_channel
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.requirements import requirements
-from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
+from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.shape import JobShape, shape_from_request
 
@@ -185,7 +186,9 @@ def run_request(
     shape = shape_from_request(request)
     name = check_job_name(shape.job_name)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
+    check_timeout(options.timeout)
     folder = jobs_root() / name
+    check_bounds(shape, folder / "hosts")  # nor a world too large to emulate
     if folder.exists():
         shutil.rmtree(folder)
     run_dir = folder / "hosts"

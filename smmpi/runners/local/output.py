@@ -6,11 +6,20 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged
+from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged, printable
+
+
+def _raw_log(path: Path) -> IO[str]:
+    """A log file that keeps the bytes ranks wrote (text read with ``surrogateescape``)."""
+    return open(path, "w", encoding="utf-8", errors="surrogateescape")
 
 
 class Output:
     """Echo mpirun's output (tags as in SageMaker's log), demux it per rank, scan for failures.
+
+    What is echoed has its control characters escaped (:func:`printable`), so
+    a rank cannot write NUL or terminal escape sequences to the screen; the
+    log files keep the bytes as the ranks wrote them.
 
     Each rank's lines are rebuilt by :class:`LineAssembler`, as ``smmpi logs``
     does for CloudWatch, so a rank that prints without a newline never lends
@@ -24,13 +33,13 @@ class Output:
         self.untagged: IO[str] | None = None
         if log_dir is not None:
             log_dir.mkdir(parents=True, exist_ok=True)
-            self.untagged = open(log_dir / "mpirun.log", "w", encoding="utf-8")
+            self.untagged = _raw_log(log_dir / "mpirun.log")
             for rank in range(world_size):  # one file per rank, even a silent one
-                self.files[rank] = open(log_dir / f"rank-{rank}.log", "w", encoding="utf-8")
+                self.files[rank] = _raw_log(log_dir / f"rank-{rank}.log")
 
     def _emit(self, tagged: Tagged, echo: IO[str]) -> None:
         self.scan.feed_tagged(tagged)
-        echo.write(f"[1,{tagged.rank}]<{tagged.stream}>:{tagged.text}\n")
+        echo.write(printable(f"[1,{tagged.rank}]<{tagged.stream}>:{tagged.text}") + "\n")
         f = self.files.get(tagged.rank)
         if f is not None:
             f.write(tagged.text + "\n")
@@ -38,14 +47,14 @@ class Output:
     def pump(self, stream: IO[bytes], echo: IO[str]) -> None:
         lines = LineAssembler()  # one per pipe: stdout and stderr interleave independently
         for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            line = raw.decode("utf-8", errors="surrogateescape").rstrip("\r\n")
             with self.lock:
                 if is_tagged(line):
                     for tagged in lines.feed(line):
                         self._emit(tagged, echo)
                 else:
                     self.scan.feed_untagged(line)
-                    echo.write(line + "\n")
+                    echo.write(printable(line) + "\n")
                     if self.untagged is not None:
                         self.untagged.write(line + "\n")
                 echo.flush()

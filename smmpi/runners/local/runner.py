@@ -9,10 +9,18 @@ from typing import Any
 
 from smmpi.catalog import Program
 from smmpi.runners.base import RunOptions
+from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.job import LocalJob, run_request
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
-from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
+from smmpi.runners.local.supervise import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    RunResult,
+    check_timeout,
+    execute,
+    sigterm_interrupts,
+)
 from smmpi.toolkit.shape import JobShape
 
 
@@ -27,26 +35,16 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
     """``smmpi run``: ``program`` laid out on every host of ``shape``, in a throwaway run dir.
 
     The run dir is kept only with ``options.keep``; ``options.log_dir`` gets
-    one log file per rank.
+    one log file per rank. Rank 0 reads this process's stdin, as under mpirun.
     """
     say = options.progress
     preflight()  # fail on a missing MPI before creating anything
+    check_timeout(options.timeout)
+    check_bounds(shape, Path(tempfile.gettempdir()) / "smmpi-run-xxxxxxxx")
     run_dir = Path(tempfile.mkdtemp(prefix="smmpi-run-"))
     try:
-        prepare_hosts(shape, run_dir, lambda dirs: program.copy_to(dirs.code))
-        say(
-            f"smmpi: {program.name} on {shape.instances} emulated host(s) x "
-            f"{shape.ppn} process(es) = {shape.world_size} ranks"
-        )
-        result = execute(
-            shape,
-            run_dir,
-            timeout=options.timeout,
-            log_dir=Path(options.log_dir) if options.log_dir else None,
-            out=options.out,
-            err=options.err,
-            progress=say,
-        )
+        with sigterm_interrupts():
+            result = _run_in(program, shape, run_dir, options)
     finally:
         if not options.keep:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -60,3 +58,27 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
     if options.keep:
         say(f"smmpi: host trees kept under {run_dir}")
     return result
+
+
+def _run_in(program: Program, shape: JobShape, run_dir: Path, options: RunOptions) -> RunResult:
+    try:
+        prepare_hosts(shape, run_dir, lambda dirs: program.copy_to(dirs.code))
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the host trees were laid out
+        result = RunResult(EXIT_INTERRUPTED, "Interrupted", 0.0, run_dir, shape.world_size)
+        result.reason = "interrupted before the ranks started"
+        return result
+    options.progress(
+        f"smmpi: {program.name} on {shape.instances} emulated host(s) x "
+        f"{shape.ppn} process(es) = {shape.world_size} ranks"
+    )
+    return execute(
+        shape,
+        run_dir,
+        timeout=options.timeout,
+        log_dir=Path(options.log_dir) if options.log_dir else None,
+        out=options.out,
+        err=options.err,
+        progress=options.progress,
+        stdin_closed=False,
+        remove_on_death=not options.keep,
+    )

@@ -22,7 +22,9 @@ from smmpi.aws.clients import no_metadata_lookups
 from smmpi.aws.record import hooked
 from smmpi.errors import SmmpiError
 from smmpi.runners.base import RunOptions
+from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.job import LocalJob, run_request
+from smmpi.runners.local.supervise import check_timeout
 from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders
 from smmpi.spec import MPIJob
 
@@ -159,6 +161,8 @@ def local_estimator(job: MPIJob, options: RunOptions, *, job_name: str | None = 
 
 def submit_local(job: MPIJob, options: RunOptions, *, job_name: str | None = None) -> LocalJob:
     """``submit --local``: the SDK's ``fit`` with the job run here; returns the local job."""
+    check_world(job.instances, job.ppn)  # before the SDK, whose errors come with a banner
+    check_timeout(options.timeout)
     built = build(job, offline=True, job_name=job_name)
     backend = LocalBackend(built, options)
     with backend.attached(), no_metadata_lookups():

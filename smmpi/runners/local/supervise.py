@@ -1,7 +1,12 @@
 """Supervising one local ``mpirun``: its process tree, the timeout, every rank's stack.
 
 Supervision is what makes a local run cheaper than a SageMaker one:
-- a rank that raises is named (rank, emulated host, exception) within seconds;
+- mpirun runs under the run's reaper (``watch.py run``), which owns every
+  process the run starts, dies with smmpi even on SIGKILL, and then ends them
+  all; each rank runs under ``watch.py rank``, which records how it ended and
+  kills what it left running;
+- the rank that failed first is named (rank, emulated host, and exception,
+  exit code or signal) from those records within seconds;
 - ``timeout`` prints every rank's Python stack (``faulthandler`` on SIGUSR1,
   armed by the rank hook the ranks load), then kills everything;
 - Ctrl-C or SIGTERM kills everything; no process outlives the run.
@@ -10,6 +15,7 @@ Supervision is what makes a local run cheaper than a SageMaker one:
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -21,8 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from smmpi.errors import BadInput
+from smmpi.mpi_output import FailureScan, printable
 from smmpi.runners.base import Progress, silent
 from smmpi.runners.local.argv import mpirun_argv
+from smmpi.runners.local.exits import Blame, Ends
+from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
 from smmpi.runners.local.layout import stack_dir
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.output import Output
@@ -94,17 +104,15 @@ class Supervisor:
         time.sleep(0.1)  # let the last frames of a dump in progress land
         return read()
 
-    def kill_all(self, grace: float = 2.0) -> None:
-        """SIGTERM the mpirun process group, then SIGKILL whatever is left, ranks included."""
-        pgid = self.proc.pid
+    def kill_all(self, grace: float = 10.0) -> None:
+        """Ask the reaper to end the run (mpirun, ranks, their children); force it if it must."""
         with contextlib.suppress(OSError):
-            os.killpg(pgid, signal.SIGTERM)
+            self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            pass
-        with contextlib.suppress(OSError):
-            os.killpg(pgid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
         self.reap_ranks()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=grace)
@@ -122,7 +130,7 @@ class Supervisor:
 
 
 @contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
+def sigterm_interrupts() -> Iterator[None]:
     """SIGTERM ends the run as Ctrl-C does (in the main thread; elsewhere it cannot be caught)."""
 
     def on_term(signum: int, frame: object) -> None:
@@ -139,12 +147,16 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _start(
+    argv: list[str], env: dict[str, str], run_dir: Path, stdin_closed: bool, remove: bool
+) -> subprocess.Popen[bytes]:
+    """mpirun under the run's reaper, in its own session; smmpi's stdin if rank 0 reads it."""
+    command = reaper_command(argv, stack_dir(run_dir), run_dir if remove else None)
     return subprocess.Popen(
-        argv,
+        command,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if stdin_closed else None,
         env=env,
         start_new_session=True,
     )
@@ -179,16 +191,43 @@ def _wait(supervisor: Supervisor, result: RunResult, timeout: float | None, star
                 return
 
 
-def _blame(result: RunResult, output: Output, shape: JobShape, returncode: int | None) -> None:
-    """A run mpirun ended non-zero: name the failed rank, its host and why."""
+def _blame(result: RunResult, ends: Ends, scan: FailureScan, shape: JobShape, code: int) -> None:
+    """A run mpirun ended non-zero: name the rank that failed first, its host and why.
+
+    From the ranks' own records first (:mod:`.exits`); from Open MPI's output
+    when a record is missing.
+    """
     result.exit_code, result.status = EXIT_FAILED, "Failed"
-    rank = output.scan.failed_rank()
-    if rank is not None:
-        result.failed_rank = rank
-        result.failed_host = host_of_rank(rank, shape.ppn, shape.instances)
-        result.reason = output.scan.reason(rank)
-    else:
-        result.reason = f"mpirun exited with code {returncode}"
+    blame = ends.blame(scan.aborted_rank, scan.abort_code)
+    first = scan.failed_rank()
+    if blame is None and first is not None:
+        blame = Blame(first, scan.reason(first))
+    if blame is None:
+        result.reason = f"mpirun exited with code {code}"
+        return
+    reason = blame.reason
+    if blame.rank not in ends.exceptions and blame.rank in scan.exceptions:
+        reason = scan.exceptions[blame.rank]  # the program replaced sys.excepthook
+    result.failed_rank = blame.rank
+    result.failed_host = host_of_rank(blame.rank, shape.ppn, shape.instances)
+    result.reason = printable(reason)
+
+
+def _conclude(
+    result: RunResult, supervisor: Supervisor, output: Output, shape: JobShape, say: Progress
+) -> None:
+    """Say which stray processes were killed, and who failed and why."""
+    ends = Ends.read(supervisor.stack_dir)
+    for line in ends.stray_lines(lambda r: host_of_rank(r, shape.ppn, shape.instances)):
+        say(f"smmpi: {printable(line)}")
+    code = supervisor.proc.returncode
+    if result.exit_code == EXIT_OK and code != 0:
+        _blame(result, ends, output.scan, shape, code)
+
+
+def check_timeout(timeout: float | None) -> None:
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise BadInput("timeout", timeout, "a finite number of seconds > 0")
 
 
 def execute(
@@ -203,22 +242,30 @@ def execute(
     extra_env: dict[str, str] | None = None,
     extra_paths: Sequence[str] = (),
     progress: Progress = silent,
+    stdin_closed: bool = True,
+    remove_on_death: bool = False,
 ) -> RunResult:
     """Run the prepared job under supervision and say how it ended.
 
     The ranks' output goes to ``out`` and ``err`` (this process's by default);
-    the stacks of a run that timed out go to ``progress``.
+    the stacks of a run that timed out go to ``progress``. ``stdin_closed``:
+    ranks read end-of-file, as in SageMaker; otherwise rank 0 reads this
+    process's stdin, as under mpirun. ``remove_on_death``: the run dir is
+    removed if this process is killed (a throwaway run's host trees).
     """
+    check_timeout(timeout)
     launcher = preflight(python)
-    argv = mpirun_argv(shape, run_dir, launcher, python, extra_env, extra_paths)
+    stdin_closed = stdin_closed or stdin_is_empty()
+    argv = mpirun_argv(shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed)
     output = Output(shape.world_size, log_dir)
     start = time.monotonic()
-    proc = _start(argv, {**os.environ, **launcher.env()})
+    env = {**os.environ, **launcher.env()}
+    proc = _start(argv, env, run_dir, stdin_closed, remove_on_death)
     supervisor = Supervisor(proc, stack_dir(run_dir))
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = RunResult(EXIT_OK, "Completed", 0.0, run_dir, shape.world_size)
     try:
-        with _sigterm_interrupts():
+        with sigterm_interrupts():
             try:
                 _wait(supervisor, result, timeout, start)
             except KeyboardInterrupt:
@@ -231,8 +278,12 @@ def execute(
             t.join(timeout=5)
         output.close()
     result.seconds = time.monotonic() - start
-    if result.exit_code == EXIT_OK and proc.returncode != 0:
-        _blame(result, output, shape, proc.returncode)
+    _conclude(result, supervisor, output, shape, progress)
+    if stdin_closed and (result.reason or "").startswith("EOFError"):
+        progress(
+            f"smmpi: rank {result.failed_rank} read its input: stdin is closed in SageMaker "
+            "training jobs, and so here (pass input as a file, a channel or arguments)"
+        )
     if result.stacks or result.status == "TimedOut":
         _report_stacks(result, shape, progress)
     return result
@@ -257,7 +308,7 @@ def _report_stacks(result: RunResult, shape: JobShape, progress: Progress) -> No
         stack = result.stacks.get(rank)
         progress(f"--- rank {rank} ({host}) ---")
         progress(
-            _user_frames(stack)
+            printable(_user_frames(stack))
             if stack
             else "(no stack: the rank had not started Python or had already exited)"
         )

@@ -79,8 +79,8 @@ def _export(spec: str) -> Row:
     if name.startswith("SM_") or name == "PYTHONPATH":
         return Row(
             original,
-            ("-x", f"{name}=<per host>"),
-            "set per app context, with that emulated host's value and paths",
+            (f"{name}=<per host>",),
+            "in each emulated host's file, applied as its ranks start (no -x per host)",
         )
     return Row(original, original, "forwarded as in the container")
 

@@ -1,0 +1,71 @@
+"""Fault injection: the real `smmpi` CLI runs small faulty programs; nothing may outlive a run.
+
+Every test's environment carries a unique ``SMMPI_FAULT_MARK``; the ``fault_env``
+fixture fails the test if any process carrying it (mpirun, a rank, a rank's
+child in its own session) is still alive afterwards, and then kills it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+MARK = "SMMPI_FAULT_MARK"
+
+
+def marked(mark: str) -> list[psutil.Process]:
+    """Live processes whose environment carries ``mark`` (zombies excluded)."""
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if proc.pid == os.getpid() or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if proc.environ().get(MARK) == mark:
+                found.append(proc)
+    return found
+
+
+def leftovers(mark: str, wait: float = 10.0) -> list[str]:
+    """Processes of the run still alive after ``wait`` seconds (a deadline, not a timing check)."""
+    deadline = time.monotonic() + wait
+    procs = marked(mark)
+    while procs and time.monotonic() < deadline:
+        time.sleep(0.2)
+        procs = marked(mark)
+    described = []
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            described.append(f"{proc.pid} {' '.join(proc.cmdline())}")
+    return described
+
+
+def kill_marked(mark: str) -> None:
+    for proc in marked(mark):
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+
+
+@pytest.fixture
+def fault_env(env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The clean CLI environment, a private TMPDIR and local-jobs folder, and a process mark."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    mark = uuid.uuid4().hex
+    env.update(
+        TMPDIR=str(tmp),
+        SMMPI_LOCAL_JOBS=str(tmp_path / "local-jobs"),
+        **{MARK: mark},
+    )
+    try:
+        yield env
+        left = leftovers(mark)
+        assert not left, f"processes outlived the run: {left}"
+    finally:
+        kill_marked(mark)

@@ -1,0 +1,307 @@
+"""Run-time faults injected into real runs: strays, deaths, blame, bounds, signals, stdin.
+
+Each case runs the real ``smmpi`` CLI (real ``mpirun``, several ranks) on a
+small faulty program and checks the one line that names the failure, the exit
+code, and (through the ``fault_env`` fixture) that no process outlives the run.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import BIN, smmpi
+
+
+def _program(tmp_path: Path, body: str, name: str = "fault.py") -> Path:
+    """A program alone in its own folder (so nothing else ships with it)."""
+    folder = tmp_path / "prog"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def _nothing_created(env: dict[str, str]) -> None:
+    assert not any(Path(env["TMPDIR"]).iterdir()), list(Path(env["TMPDIR"]).iterdir())
+    assert not Path(env["SMMPI_LOCAL_JOBS"]).exists()
+
+
+HEADER = "import os, signal, subprocess, sys, time, traceback\nfrom mpi4py import MPI\n"
+HEADER += "rank = MPI.COMM_WORLD.Get_rank()\n"
+
+
+def test_stray_child_does_not_hang_a_successful_run(
+    fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    prog = _program(
+        tmp_path,
+        HEADER + "if rank == 0:\n    subprocess.Popen(['sleep', '300'])\n"
+        "MPI.COMM_WORLD.Barrier()\nprint('done', rank, flush=True)\n",
+    )
+    r = smmpi(["run", str(prog), "-N", "1", "-n", "2", "--timeout", "60"], fault_env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("done") == 2
+    assert "stray" in r.stderr and "sleep 300" in r.stderr, r.stderr
+    assert not any(Path(fault_env["TMPDIR"]).iterdir())
+
+
+def test_child_in_its_own_session_does_not_hide_the_exception(
+    fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    prog = _program(
+        tmp_path,
+        HEADER + "if rank == 1:\n"
+        "    subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        "    raise ValueError('boom-setsid')\n"
+        "MPI.COMM_WORLD.Barrier()\n",
+    )
+    r = smmpi(["run", str(prog), "-N", "1", "-n", "2", "--timeout", "30"], fault_env)
+    assert r.returncode == 1, r.stderr
+    assert _last_line(r.stderr) == "smmpi: rank 1 (algo-1) failed: ValueError: boom-setsid"
+
+
+DEATHS = [
+    ("os.kill(os.getpid(), signal.SIGKILL)", 1, "killed by signal 9 (SIGKILL)"),
+    ("import ctypes; ctypes.string_at(0)", 2, "killed by signal 11 (SIGSEGV)"),
+    ("os._exit(3)", 3, "exit code 3"),
+    ("sys.stdout.flush(); os.abort()", 2, "killed by signal 6 (SIGABRT)"),
+]
+
+
+@pytest.mark.parametrize(("fault", "rank", "cause"), DEATHS)
+def test_death_by_signal_or_exit_code_is_named(
+    fault: str, rank: int, cause: str, fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    prog = _program(
+        tmp_path,
+        HEADER + f"if rank == {rank}:\n    time.sleep(0.3)\n    {fault}\n"
+        "MPI.COMM_WORLD.Barrier()\n",
+    )
+    r = smmpi(["run", str(prog), "-N", "2", "-n", "2", "--timeout", "60"], fault_env)
+    assert r.returncode == 1, r.stderr
+    host = f"algo-{rank // 2 + 1}"
+    assert _last_line(r.stderr) == f"smmpi: rank {rank} ({host}) failed: {cause}", r.stderr
+
+
+def test_mpi_abort_is_named_and_no_nul_is_echoed(fault_env: dict[str, str], tmp_path: Path) -> None:
+    prog = _program(
+        tmp_path,
+        HEADER + "if rank == 1:\n    MPI.COMM_WORLD.Abort(5)\nMPI.COMM_WORLD.Barrier()\n",
+    )
+    r = smmpi(["run", str(prog), "-N", "1", "-n", "2", "--timeout", "60"], fault_env)
+    assert r.returncode == 1, r.stderr
+    assert _last_line(r.stderr) == "smmpi: rank 1 (algo-1) failed: exit code 5 (MPI_Abort)"
+    assert "\x00" not in r.stderr + r.stdout
+
+
+HANDLED = (
+    "if rank == 0:\n"
+    "    try:\n        raise KeyError('handled-and-printed')\n"
+    "    except KeyError:\n        traceback.print_exc()\n        sys.stderr.flush()\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("fault", "cause"),
+    [
+        ("os._exit(3)", "exit code 3"),
+        ("os.kill(os.getpid(), signal.SIGKILL)", "killed by signal 9 (SIGKILL)"),
+        ("raise RuntimeError('real')", "RuntimeError: real"),
+    ],
+)
+def test_a_handled_traceback_does_not_outrank_the_rank_that_died(
+    fault: str, cause: str, fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    prog = _program(
+        tmp_path,
+        HEADER + HANDLED + f"if rank == 1:\n    time.sleep(1.0)\n    {fault}\n"
+        "MPI.COMM_WORLD.Barrier()\n",
+    )
+    r = smmpi(["run", str(prog), "-N", "1", "-n", "2", "--timeout", "60"], fault_env)
+    assert "handled-and-printed" in r.stderr  # the program's own output is still shown
+    assert r.returncode == 1, r.stderr
+    assert _last_line(r.stderr) == f"smmpi: rank 1 (algo-1) failed: {cause}", r.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999", "NaN"])
+@pytest.mark.parametrize("command", ["run", "submit"])
+def test_timeout_that_is_not_a_finite_positive_number_is_refused(
+    value: str, command: str, fault_env: dict[str, str]
+) -> None:
+    args = ["run", "demo", "-N", "1", "-n", "2"]
+    if command == "submit":
+        args = ["submit", "demo", "--instances", "1", "--ppn", "2", "--local"]
+    r = smmpi([*args, "--timeout", value], fault_env)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "timeout" in lines[0] and value in lines[0], r.stderr
+    _nothing_created(fault_env)
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["-N", "100000", "-n", "1"], "instances"),
+        (["-N", "1", "-n", "100000"], "ppn"),
+        (["-N", "200", "-n", "64"], "ranks"),
+    ],
+)
+def test_world_beyond_the_bound_is_refused_before_anything_is_created(
+    args: list[str], field: str, fault_env: dict[str, str]
+) -> None:
+    r = smmpi(["run", "demo", *args], fault_env, timeout=60)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0], r.stderr
+    _nothing_created(fault_env)
+
+
+def test_submit_local_world_beyond_the_bound_is_refused(fault_env: dict[str, str]) -> None:
+    args = ["submit", "demo", "--instances", "100000", "--ppn", "1", "--local"]
+    r = smmpi(args, fault_env, timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "instances" in lines[0], r.stderr
+    _nothing_created(fault_env)
+
+
+def test_two_hundred_hosts_run(fault_env: dict[str, str], tmp_path: Path) -> None:
+    """Every host's variables reach its rank without one huge mpirun argv."""
+    prog = _program(
+        tmp_path,
+        HEADER + "host = os.environ['SM_CURRENT_HOST']\n"
+        "hosts = MPI.COMM_WORLD.gather(host)\n"
+        "if rank == 0:\n"
+        "    assert hosts == [f'algo-{i + 1}' for i in range(200)], hosts\n"
+        "    print('hosts ok', len(hosts), flush=True)\n",
+    )
+    args = ["run", str(prog), "-N", "200", "-n", "1", "--timeout", "600"]
+    r = smmpi(args, fault_env, timeout=700)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "hosts ok 200" in r.stdout
+    assert not any(Path(fault_env["TMPDIR"]).iterdir())
+
+
+SPAWN_AND_WAIT = HEADER + (
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'],"
+    " start_new_session=True)\n"
+    "subprocess.Popen(['sleep', '300'])\n"
+    "print('ready', rank, flush=True)\n"
+    "time.sleep(300)\n"
+)
+
+
+def _start_and_wait_ready(prog: Path, env: dict[str, str], ranks: int) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [str(BIN / "smmpi"), "run", str(prog), "-N", "2", "-n", str(ranks // 2)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    ready = 0
+    for line in proc.stdout:
+        ready += "ready" in line
+        if ready == ranks:
+            break
+    assert ready == ranks, proc.stderr.read() if proc.stderr else ""
+    return proc
+
+
+def test_sigkill_of_smmpi_leaves_no_process(fault_env: dict[str, str], tmp_path: Path) -> None:
+    proc = _start_and_wait_ready(_program(tmp_path, SPAWN_AND_WAIT), fault_env, 4)
+    proc.kill()
+    proc.wait(timeout=30)
+    # fault_env asserts that mpirun, every rank and every rank's child are gone;
+    # the throwaway host trees go too
+    tmp = Path(fault_env["TMPDIR"])
+    deadline = time.monotonic() + 15
+    while any(tmp.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(tmp.iterdir()), list(tmp.iterdir())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_of_smmpi_leaves_no_process_and_no_host_tree(
+    signum: int, fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    proc = _start_and_wait_ready(_program(tmp_path, SPAWN_AND_WAIT), fault_env, 4)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in _last_line(err)
+    assert not any(Path(fault_env["TMPDIR"]).iterdir())
+
+
+STDIN_READER = HEADER + (
+    "if rank == 0:\n"
+    "    line = sys.stdin.readline()\n"
+    "    print('got', repr(line.strip()), flush=True)\n"
+    "MPI.COMM_WORLD.Barrier()\n"
+)
+
+
+def test_run_forwards_stdin_to_rank_0(fault_env: dict[str, str], tmp_path: Path) -> None:
+    prog = _program(tmp_path, STDIN_READER)
+    r = subprocess.run(
+        [str(BIN / "smmpi"), "run", str(prog), "-N", "1", "-n", "2", "--timeout", "60"],
+        env=fault_env,
+        input="hello-stdin\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "got 'hello-stdin'" in r.stdout, r.stdout
+
+
+def test_submit_local_keeps_stdin_closed_and_says_so(
+    fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    prog = _program(tmp_path, HEADER + "if rank == 0:\n    input()\nMPI.COMM_WORLD.Barrier()\n")
+    r = subprocess.run(
+        [str(BIN / "smmpi"), "submit", str(prog), "--instances", "1", "--ppn", "2", "--local"],
+        env=fault_env,
+        input="must-not-arrive\n",
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert r.returncode == 1, r.stderr
+    assert "must-not-arrive" not in r.stdout + r.stderr
+    assert "rank 0 (algo-1) failed: EOFError" in r.stderr, r.stderr
+    assert "stdin is closed" in r.stderr, r.stderr
+
+
+ESCAPES = (
+    "if rank == 0:\n"
+    "    text = 'esc:\\x1b]0;pwned\\x07 \\x1b[31mred\\x1b[0m nul:\\x00end'\n"
+    "    print(text, flush=True)\n"
+    "    print(text, file=sys.stderr, flush=True)\n"
+)
+
+
+def test_control_characters_are_escaped_on_screen_and_kept_in_logs(
+    fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    prog = _program(tmp_path, HEADER + ESCAPES)
+    logs = tmp_path / "logs"
+    r = smmpi(["run", str(prog), "-N", "1", "-n", "2", "--log-dir", str(logs)], fault_env)
+    assert r.returncode == 0, r.stderr
+    for shown in (r.stdout, r.stderr):
+        assert "pwned" in shown and "red" in shown and "end" in shown
+        assert not any(c in shown for c in "\x1b\x07\x00"), repr(shown)
+    raw = (logs / "rank-0.log").read_bytes()
+    assert raw.count(b"\x1b]0;pwned\x07") == 2 and raw.count(b"nul:\x00end") == 2, raw
