@@ -55,6 +55,26 @@ def test_stray_child_does_not_hang_a_successful_run(
     assert not any(Path(fault_env["TMPDIR"]).iterdir())
 
 
+def test_daemon_of_a_running_rank_lives_until_its_rank_ends(
+    fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A double-forked process is killed once its rank has ended, not while the rank uses it."""
+    prog = _program(
+        tmp_path,
+        HEADER + "if rank == 0:\n"
+        "    out = subprocess.check_output(\n"
+        "        ['sh', '-c', 'sleep 300 >/dev/null 2>&1 & echo $!'], text=True)\n"
+        "    time.sleep(1.5)\n"
+        "    os.kill(int(out), 0)  # still there while rank 0 runs\n"
+        "    print('daemon alive', flush=True)\n"
+        "MPI.COMM_WORLD.Barrier()\n",
+    )
+    r = smmpi(["run", str(prog), "-N", "1", "-n", "2", "--timeout", "60"], fault_env)
+    assert r.returncode == 0, r.stderr
+    assert "daemon alive" in r.stdout
+    assert "stray process(es) left by rank 0 (algo-1): sleep 300" in r.stderr, r.stderr
+
+
 def test_child_in_its_own_session_does_not_hide_the_exception(
     fault_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -3,9 +3,9 @@
 ::
 
     mpirun --oversubscribe --tag-output \\
-        -np n --wdir <algo-1>/opt/ml/code python watch.py rank <algo-1.json> -- \\
+        -np n --wdir <algo-1>/opt/ml/code python watch.py rank <algo-1.env> -- \\
             python -m mpi4py prog : \\
-        -np n --wdir <algo-2>/opt/ml/code python watch.py rank <algo-2.json> -- \\
+        -np n --wdir <algo-2>/opt/ml/code python watch.py rank <algo-2.env> -- \\
             python -m mpi4py prog : ...
 
 so ranks are numbered by slot exactly as the container's ``--host algo-1:n,...``

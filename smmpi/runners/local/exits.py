@@ -36,7 +36,6 @@ class RankEnd:
     code: int | None
     signal: int | None
     time: float
-    strays: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -80,7 +79,6 @@ def read_ends(folder: Path) -> dict[int, RankEnd]:
             row.get("code"),
             row.get("signal"),
             float(row.get("time") or 0.0),
-            tuple(str(s) for s in row.get("strays") or ()),
         )
     return ends
 
@@ -94,12 +92,24 @@ def read_exceptions(folder: Path) -> dict[int, RankException]:
     return found
 
 
-def read_strays(folder: Path) -> list[str]:
-    """Processes the run's reaper killed after their rank's parent had gone."""
+@dataclass(frozen=True)
+class Stray:
+    """A process a rank left running, which the run's reaper killed."""
+
+    rank: int | None
+    pid: int
+    command: str
+
+
+def read_strays(folder: Path) -> list[Stray]:
     with contextlib.suppress(OSError, ValueError):
         rows = json.loads((folder / "strays.json").read_text(encoding="utf-8"))
         if isinstance(rows, list):
-            return [str(r) for r in rows]
+            return [
+                Stray(r.get("rank"), int(r.get("pid", 0)), str(r.get("command", "")))
+                for r in rows
+                if isinstance(r, dict)
+            ]
     return []
 
 
@@ -115,7 +125,7 @@ class Ends:
 
     ends: dict[int, RankEnd] = field(default_factory=dict)
     exceptions: dict[int, RankException] = field(default_factory=dict)
-    strays: list[str] = field(default_factory=list)
+    strays: list[Stray] = field(default_factory=list)
 
     @classmethod
     def read(cls, folder: Path) -> Ends:
@@ -151,17 +161,12 @@ class Ends:
 
     def stray_lines(self, host_of: Callable[[int], str]) -> list[str]:
         """One line per rank that left processes running, naming what was killed."""
+        by_rank: dict[int | None, list[Stray]] = {}
+        for stray in self.strays:
+            by_rank.setdefault(stray.rank, []).append(stray)
         lines = []
-        for rank in sorted(self.ends):
-            strays = self.ends[rank].strays
-            if strays:
-                lines.append(
-                    f"killed {len(strays)} stray process(es) left by rank {rank} "
-                    f"({host_of(rank)}): {'; '.join(strays)}"
-                )
-        if self.strays:
-            lines.append(
-                f"killed {len(self.strays)} stray process(es) whose rank had ended: "
-                + "; ".join(self.strays)
-            )
+        for rank, strays in sorted(by_rank.items(), key=lambda item: (item[0] is None, item[0])):
+            who = "the run" if rank is None else f"rank {rank} ({host_of(rank)})"
+            names = "; ".join(f"{s.command} (pid {s.pid})" for s in strays)
+            lines.append(f"killed {len(strays)} stray process(es) left by {who}: {names}")
         return lines

@@ -10,27 +10,23 @@ at about 200 hosts.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from smmpi.runners.local.layout import stack_dir
-
 WATCH = Path(__file__).with_name("watch.py")
 
 
 def host_file(run_dir: Path, host: str) -> Path:
-    return run_dir / ".smmpi" / "hosts" / f"{host}.json"
+    return run_dir / ".smmpi" / "hosts" / f"{host}.env"
 
 
 def write_host_file(run_dir: Path, host: str, env: Mapping[str, str]) -> Path:
-    """The file ``watch.py`` reads for every rank of ``host``."""
+    """The file ``watch.py rank`` reads for each rank of ``host``: ``NAME=value``, NUL-separated."""
     path = host_file(run_dir, host)
     path.parent.mkdir(parents=True, exist_ok=True)
-    content = {"env": dict(env), "record_dir": str(stack_dir(run_dir))}
-    path.write_text(json.dumps(content), encoding="utf-8")
+    path.write_bytes(b"\0".join(f"{k}={v}".encode() for k, v in env.items()))
     return path
 
 
@@ -42,16 +38,20 @@ def rank_command(host: Path, command: Sequence[str], python: str = sys.executabl
 def reaper_command(
     command: Sequence[str],
     record_dir: Path,
+    ranks: int | None = None,
     remove: Path | None = None,
     python: str = sys.executable,
 ) -> list[str]:
-    """COMMAND under the reaper, which ends every process of the run with the run.
+    """COMMAND under the run's reaper, which ends every process of the run with the run.
 
     Reusable by any launcher: give it the command that starts the run's
-    processes, the records folder, and a folder to remove if smmpi dies.
+    processes, the records folder (where ranks write ``rank-R.exit``), the
+    number of ranks, and a folder to remove if this process dies.
     """
     argv = [python, "-I", "-S", str(WATCH), "run", "--parent", str(os.getpid())]
     argv += ["--record", str(record_dir)]
+    if ranks is not None:
+        argv += ["--ranks", str(ranks)]
     if remove is not None:
         argv += ["--remove", str(remove)]
     return [*argv, "--", *command]

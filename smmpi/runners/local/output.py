@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
 from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged, printable
+from smmpi.runners.base import Progress
+from smmpi.toolkit.hosts import host_of_rank
+from smmpi.toolkit.shape import JobShape
 
 
 def _raw_log(path: Path) -> IO[str]:
@@ -68,3 +72,31 @@ class Output:
             f.close()
         if self.untagged is not None:
             self.untagged.close()
+
+
+_LAUNCH_FRAMES = ("<frozen runpy>", "/mpi4py/run.py", "/mpi4py/__main__.py")
+
+
+def _user_frames(stack: str) -> str:
+    """A faulthandler dump without the frames of ``python -m mpi4py`` itself."""
+    return "\n".join(
+        line
+        for line in stack.rstrip().splitlines()
+        if not any(marker in line for marker in _LAUNCH_FRAMES)
+    )
+
+
+def report_stacks(
+    reason: str, stacks: Mapping[int, str], shape: JobShape, progress: Progress
+) -> None:
+    """Every rank's Python stack (a run that timed out), each under its rank and host."""
+    progress(f"smmpi: {reason}; Python stack of every rank:")
+    for rank in range(shape.world_size):
+        host = host_of_rank(rank, shape.ppn, shape.instances)
+        stack = stacks.get(rank)
+        progress(f"--- rank {rank} ({host}) ---")
+        progress(
+            printable(_user_frames(stack))
+            if stack
+            else "(no stack: the rank had not started Python or had already exited)"
+        )

@@ -35,7 +35,7 @@ from smmpi.runners.local.exits import Blame, Ends
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
 from smmpi.runners.local.layout import stack_dir
 from smmpi.runners.local.mpi import preflight
-from smmpi.runners.local.output import Output
+from smmpi.runners.local.output import Output, report_stacks
 from smmpi.toolkit.hosts import host_of_rank
 from smmpi.toolkit.shape import JobShape
 
@@ -148,10 +148,15 @@ def sigterm_interrupts() -> Iterator[None]:
 
 
 def _start(
-    argv: list[str], env: dict[str, str], run_dir: Path, stdin_closed: bool, remove: bool
+    argv: list[str],
+    env: dict[str, str],
+    run_dir: Path,
+    ranks: int,
+    stdin_closed: bool,
+    remove: bool,
 ) -> subprocess.Popen[bytes]:
     """mpirun under the run's reaper, in its own session; smmpi's stdin if rank 0 reads it."""
-    command = reaper_command(argv, stack_dir(run_dir), run_dir if remove else None)
+    command = reaper_command(argv, stack_dir(run_dir), ranks, run_dir if remove else None)
     return subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
@@ -260,7 +265,7 @@ def execute(
     output = Output(shape.world_size, log_dir)
     start = time.monotonic()
     env = {**os.environ, **launcher.env()}
-    proc = _start(argv, env, run_dir, stdin_closed, remove_on_death)
+    proc = _start(argv, env, run_dir, shape.world_size, stdin_closed, remove_on_death)
     supervisor = Supervisor(proc, stack_dir(run_dir))
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = RunResult(EXIT_OK, "Completed", 0.0, run_dir, shape.world_size)
@@ -285,30 +290,5 @@ def execute(
             "training jobs, and so here (pass input as a file, a channel or arguments)"
         )
     if result.stacks or result.status == "TimedOut":
-        _report_stacks(result, shape, progress)
+        report_stacks(result.reason or "", result.stacks, shape, progress)
     return result
-
-
-_LAUNCH_FRAMES = ("<frozen runpy>", "/mpi4py/run.py", "/mpi4py/__main__.py")
-
-
-def _user_frames(stack: str) -> str:
-    """A faulthandler dump without the frames of ``python -m mpi4py`` itself."""
-    return "\n".join(
-        line
-        for line in stack.rstrip().splitlines()
-        if not any(marker in line for marker in _LAUNCH_FRAMES)
-    )
-
-
-def _report_stacks(result: RunResult, shape: JobShape, progress: Progress) -> None:
-    progress(f"smmpi: {result.reason}; Python stack of every rank:")
-    for rank in range(shape.world_size):
-        host = host_of_rank(rank, shape.ppn, shape.instances)
-        stack = result.stacks.get(rank)
-        progress(f"--- rank {rank} ({host}) ---")
-        progress(
-            printable(_user_frames(stack))
-            if stack
-            else "(no stack: the rank had not started Python or had already exited)"
-        )

@@ -1,56 +1,60 @@
 """The two small processes that own a local run's processes (run by path: standard library only).
 
-``python -I -S watch.py run --parent PID --record DIR [--remove DIR] -- COMMAND...``
+``python -I -S watch.py run --parent PID --record DIR [--ranks N] [--remove DIR] -- COMMAND...``
   The run's reaper. It is a child subreaper (``PR_SET_CHILD_SUBREAPER``): a
   process whose parent dies is re-parented here, whatever its session, instead
   of to init. COMMAND (mpirun, or a launcher around it) dies with it
   (``PR_SET_PDEATHSIG``). It dies with its parent PID (smmpi), even when smmpi
   is killed with SIGKILL: the kernel tells it, and it ends every process and
   removes the ``--remove`` folder (a throwaway run's host trees). A process
-  re-parented here has lost its rank: it is killed at once and named in
-  ``DIR/strays.json``, as is anything left when COMMAND ends. SIGTERM, SIGINT
-  or SIGHUP: SIGTERM to COMMAND, a grace period, then SIGKILL to all.
+  re-parented here is a stray once its rank has ended (``DIR/rank-R.exit``; a
+  stray whose rank is unknown, once all N ranks have ended, or COMMAND): it is
+  killed and named in ``DIR/strays.json``. SIGTERM, SIGINT or SIGHUP: SIGTERM
+  to COMMAND, a grace period, then SIGKILL to every process left.
 
 ``python -I -S watch.py rank HOST_FILE -- COMMAND...``
-  What mpirun starts for each rank. It applies its emulated host's variables
-  from HOST_FILE (so mpirun's command line has no ``-x`` per host), forks the
-  rank (which dies with it) and is the subreaper of what the rank starts. When
-  the rank ends, it kills what the rank left running, writes ``rank-R.exit``
-  (exit code or signal, time, strays) in the host file's ``record_dir``, and
-  ends as the rank did, so mpirun sees what it would have seen. Signals mpirun
-  sends reach the rank through the process group they share; a signal sent to
-  this process alone is passed on.
+  What mpirun starts in place of each rank. It sets its emulated host's
+  variables from HOST_FILE (``NAME=value`` entries separated by NUL bytes), so
+  mpirun's command line carries no ``-x`` per host; starts the rank; writes
+  ``rank-R.exit`` (exit code or signal, and when) in ``$SMMPI_STACK_DIR`` when
+  it ends; and ends the same way, so mpirun sees what it would have seen.
+  Signals mpirun sends reach the rank through the process group they share; a
+  signal sent to this process alone is passed on. It imports nothing beyond
+  the interpreter's built-in modules: one starts for every rank.
 
-Both exit as COMMAND did: the same code, or the same signal. Both start in
-about 20 ms (no site-packages import): one runs per rank.
+Both exit as COMMAND did: the same code, or the same signal.
 """
 
 from __future__ import annotations
 
-import ctypes
-import json
 import os
-import shutil
-import signal
 import sys
 import time
-from collections.abc import Callable
-from types import FrameType
+
+TYPE_CHECKING = False  # not ``typing``'s: importing typing costs more than the rest
+
+if TYPE_CHECKING:
+    import signal
+    from collections.abc import Callable
+    from types import FrameType
+else:  # the C module: ``signal`` imports enum, and one of these starts for every rank
+    import _signal as signal
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 STOP = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 FORWARD = (*STOP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 GRACE = 3.0  # seconds mpirun gets to stop its ranks before everything is killed
-STRAY_GRACE = 1.0  # seconds a rank's stray gets between SIGTERM and SIGKILL
-POLL = 0.25  # seconds between the reaper's looks for orphans
+POLL = 0.25  # seconds between the reaper's looks for strays
 
 
 def prctl(option: int, value: int) -> None:
+    import ctypes  # the reaper only: ranks start faster without it
+
     ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
-def start(argv: list[str], parent: int) -> int:
-    """Fork and exec ``argv`` with default signals; it is killed if ``parent`` dies first."""
+def start(argv: list[str], parent: int, dies_with_parent: bool) -> int:
+    """Fork and exec ``argv`` with default signals (and killed if ``parent`` dies first)."""
     pid = os.fork()
     if pid:
         return pid
@@ -58,13 +62,81 @@ def start(argv: list[str], parent: int) -> int:
         for sig in FORWARD:
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:
-            os._exit(128 + signal.SIGKILL)
+        if dies_with_parent:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:
+                os._exit(128 + signal.SIGKILL)
         os.execvp(argv[0], argv)
     except OSError as err:
         os.write(2, f"smmpi: cannot start {argv[0]}: {err}\n".encode())
     os._exit(127)
+
+
+def end_like(status: int) -> None:
+    """Exit with the child's code, or die of the child's signal."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        os.kill(os.getpid(), sig)
+        time.sleep(1.0)
+        os._exit(128 + sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def write_file(path: str, text: str) -> None:
+    try:
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    except OSError:
+        pass  # the run's folder is gone: the run is over anyway
+
+
+# --- the rank's parent -------------------------------------------------------
+
+
+def forwarder(child: int) -> Callable[[int, FrameType | None], None]:
+    def forward(signum: int, frame: FrameType | None) -> None:
+        try:  # a signal sent to our process group has already reached the rank
+            if os.getpgid(child) != os.getpgid(0):
+                os.kill(child, signum)
+        except OSError:
+            pass
+
+    return forward
+
+
+def rank_id() -> str:
+    return os.environ.get("OMPI_COMM_WORLD_RANK") or os.environ.get("PMIX_RANK") or "unknown"
+
+
+def rank_main(host_file: str, command: list[str]) -> None:
+    with open(host_file, "rb") as f:
+        for entry in f.read().split(b"\0"):
+            name, eq, value = entry.partition(b"=")
+            if eq:
+                os.environb[name] = value
+    child = start(command, os.getpid(), dies_with_parent=False)
+    for forwarded in FORWARD:
+        signal.signal(forwarded, forwarder(child))
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None
+    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    rank = rank_id()
+    row = (
+        f'{{"rank": {rank if rank.isdigit() else "null"}, "pid": {child}, '
+        f'"code": {"null" if code is None else code}, '
+        f'"signal": {"null" if sig is None else sig}, "time": {time.time()!r}}}'
+    )
+    folder = os.environ.get("SMMPI_STACK_DIR")
+    if folder:
+        write_file(os.path.join(folder, f"rank-{rank}.exit"), row)
+    end_like(status)
+
+
+# --- the run's reaper --------------------------------------------------------
 
 
 def children(pid: int, recursive: bool) -> list[int]:
@@ -84,15 +156,6 @@ def children(pid: int, recursive: bool) -> list[int]:
         if recursive:
             todo += kids
     return found
-
-
-def describe(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        cmd = "?"
-    return f"{cmd} (pid {pid})"
 
 
 def kill(pids: list[int], sig: int) -> None:
@@ -117,99 +180,50 @@ def reap(keep: int = 0) -> tuple[bool, int | None]:
         return False, kept
 
 
-def kill_tree(me: int, first: int = signal.SIGKILL, grace: float = 0.0) -> None:
-    """Signal every descendant, wait up to ``grace``, then SIGKILL until none is left."""
-    if first != signal.SIGKILL:
-        kill(children(me, recursive=True), first)
-        deadline = time.monotonic() + grace
-        while reap()[0] and time.monotonic() < deadline:
-            time.sleep(0.02)
-    for _ in range(200):  # a dying process may still start others
-        pids = children(me, recursive=True)
-        if not pids:
-            break
-        kill(pids, signal.SIGKILL)
-        time.sleep(0.01)
-        reap()
-    while reap()[0]:
-        time.sleep(0.01)
+class Strays:
+    """Processes re-parented here: killed once the rank that started them has ended."""
 
+    def __init__(self, record: str, ranks: int | None) -> None:
+        self.record, self.ranks = record, ranks
+        self.killed: list[dict[str, object]] = []
 
-def end_like(status: int) -> None:
-    """Exit with the child's code, or die of the child's signal."""
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        if sig not in (signal.SIGKILL, signal.SIGSTOP):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        os.kill(os.getpid(), sig)
-        time.sleep(1.0)
-        os._exit(128 + sig)
-    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
-
-
-def write_json(path: str, content: object) -> None:
-    try:
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(content, f)
-        os.replace(path + ".tmp", path)
-    except OSError:
-        pass  # the run's folder is gone: the run is over anyway
-
-
-# --- the rank's parent -------------------------------------------------------
-
-
-def forwarder(child: int) -> Callable[[int, FrameType | None], None]:
-    def forward(signum: int, frame: FrameType | None) -> None:
-        try:  # a signal sent to our process group has already reached the rank
-            if os.getpgid(child) != os.getpgid(0):
-                os.kill(child, signum)
+    def rank_of(self, pid: int) -> int | None:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(e.partition(b"=")[::2] for e in f.read().split(b"\0"))
         except OSError:
-            pass
+            return None
+        rank = env.get(b"OMPI_COMM_WORLD_RANK") or env.get(b"PMIX_RANK") or b""
+        return int(rank) if rank.isdigit() else None
 
-    return forward
+    def ended(self, rank: int | None) -> bool:
+        if rank is not None:
+            return os.path.exists(os.path.join(self.record, f"rank-{rank}.exit"))
+        if self.ranks is None:
+            return False
+        return all(self.ended(r) for r in range(self.ranks))
 
+    def collect(self, pids: list[int], everything: bool) -> None:
+        """Kill (and name) those of ``pids`` whose rank has ended (all if ``everything``)."""
+        for pid in pids:
+            rank = self.rank_of(pid)
+            if everything or self.ended(rank):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                except OSError:
+                    continue
+                self.killed.append({"rank": rank, "pid": pid, "command": cmd})
+                kill([pid], signal.SIGKILL)
 
-def rank_strays(me: int) -> list[str]:
-    """Kill what the rank left running (all of it was re-parented here) and name it."""
-    if not reap()[0]:
-        return []  # the common case: nothing left
-    described = [describe(pid) for pid in children(me, recursive=True)]
-    kill_tree(me, signal.SIGTERM, STRAY_GRACE)
-    return described
+    def write(self) -> None:
+        if self.killed:
+            import json
 
-
-def rank_main(host_file: str, command: list[str]) -> None:
-    with open(host_file, encoding="utf-8") as f:
-        host = json.load(f)
-    os.environ.update(host["env"])
-    prctl(PR_SET_CHILD_SUBREAPER, 1)
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # mpirun's end is ours, and so the rank's
-    me = os.getpid()
-    child = start(command, me)
-    for sig in FORWARD:
-        signal.signal(sig, forwarder(child))
-    _, status = os.waitpid(child, 0)
-    when = time.time()
-    strays = rank_strays(me)
-    rank = os.environ.get("OMPI_COMM_WORLD_RANK") or os.environ.get("PMIX_RANK") or "unknown"
-    row = {
-        "rank": int(rank) if rank.isdigit() else None,
-        "pid": child,
-        "code": os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,
-        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-        "time": when,
-        "strays": strays,
-    }
-    write_json(os.path.join(host["record_dir"], f"rank-{rank}.exit"), row)
-    end_like(status)
+            write_file(os.path.join(self.record, "strays.json"), json.dumps(self.killed))
 
 
-# --- the run's reaper --------------------------------------------------------
-
-
-def wait_command(child: int, parent: int, strays: list[str]) -> tuple[int | None, int | None]:
+def wait_command(child: int, parent: int, strays: Strays) -> tuple[int | None, int | None]:
     """Until COMMAND ends: (its status, or the stop signal / parent's death that came first)."""
     me = os.getpid()
     while True:
@@ -221,9 +235,7 @@ def wait_command(child: int, parent: int, strays: list[str]) -> tuple[int | None
         _, status = reap(child)
         if status is not None:
             return status, None
-        orphans = [pid for pid in children(me, recursive=False) if pid != child]
-        strays += [describe(pid) for pid in orphans]
-        kill(orphans, signal.SIGKILL)
+        strays.collect([p for p in children(me, recursive=False) if p != child], False)
 
 
 def stop_command(child: int, status: int | None) -> int | None:
@@ -240,25 +252,38 @@ def stop_command(child: int, status: int | None) -> int | None:
     return None
 
 
+def kill_all(me: int) -> None:
+    for _ in range(200):  # a dying process may still start others
+        pids = children(me, recursive=True)
+        if not pids:
+            break
+        kill(pids, signal.SIGKILL)
+        time.sleep(0.01)
+        reap()
+    while reap()[0]:
+        time.sleep(0.01)
+
+
 def run_main(opts: dict[str, str], command: list[str]) -> None:
     parent = int(opts["--parent"])
     signal.pthread_sigmask(signal.SIG_BLOCK, [*STOP, signal.SIGCHLD])
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     me = os.getpid()
-    child = start(command, me)
-    strays: list[str] = []
+    child = start(command, me, dies_with_parent=True)
+    strays = Strays(opts["--record"], int(opts["--ranks"]) if "--ranks" in opts else None)
     status: int | None = None
     stopped: int | None = signal.SIGTERM  # the parent died before we were ready
     if os.getppid() == parent:
         status, stopped = wait_command(child, parent, strays)
     if status is not None:  # COMMAND ended: whatever is left is a stray
-        strays += [describe(pid) for pid in children(me, recursive=True)]
+        strays.collect(children(me, recursive=True), True)
     status = stop_command(child, status)
-    kill_tree(me)
-    if strays:
-        write_json(os.path.join(opts["--record"], "strays.json"), strays)
+    kill_all(me)
+    strays.write()
     if os.getppid() != parent and "--remove" in opts:
+        import shutil
+
         shutil.rmtree(opts["--remove"], ignore_errors=True)
     end_like(status if status is not None else (128 + (stopped or signal.SIGKILL)) << 8)
 
@@ -266,7 +291,7 @@ def run_main(opts: dict[str, str], command: list[str]) -> None:
 def main(argv: list[str]) -> None:
     if len(argv) < 4 or "--" not in argv or argv[1] not in ("run", "rank"):
         sys.exit(
-            "usage: watch.py run --parent PID --record DIR [--remove DIR] -- COMMAND...\n"
+            "usage: watch.py run --parent PID --record DIR [--ranks N] [--remove DIR] -- COMMAND\n"
             "       watch.py rank HOST_FILE -- COMMAND..."
         )
     split = argv.index("--")
