@@ -12,7 +12,6 @@ build an estimator or submit.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import warnings
@@ -23,28 +22,25 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from smmpi.aws.facts import (
     BUCKET_RE,
     BUCKET_RULE,
-    ENV_KEY_RE,
-    INSTANCE_TYPE_RE,
-    JOB_NAME_RE,
-    JOB_NAME_SUFFIX_LEN,
     KEEP_ALIVE_LIMIT,
-    MAX_ENV,
     MAX_RUN_LIMIT,
     REGION_RE,
     REGION_RULE,
     ROLE_ARN_RE,
     ROLE_RULE,
-    TAG_RE,
-    known_instance_types,
-    vcpus,
 )
 from smmpi.catalog import Program, resolve
 from smmpi.errors import BadInput
 from smmpi.spec.checks import (
+    check_env,
+    check_hyperparameters,
+    check_instance_type,
+    check_job_names,
+    check_pattern,
+    check_tags,
     check_vpc_ids,
     parse_inputs,
     parse_mpi_options,
-    parse_pairs,
     positive_int,
     s3_uri,
     seconds,
@@ -108,43 +104,20 @@ class MPIJob:
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)
-        notes: list[str] = []
         set_("instances", positive_int("instances", self.instances))
         set_("ppn", positive_int("ppn", self.ppn))
-        self._check_instance_type(notes)
+        note = check_instance_type(self.instance_type, self.ppn)
         program = resolve(self.entry, self.source_dir)
         set_("program", program)
-        framework = self.framework or program.framework_hint or DEFAULT_FRAMEWORK
-        if framework not in FRAMEWORKS:
-            raise BadInput("framework", framework, " or ".join(FRAMEWORKS))
-        set_("framework", framework)
-        version, py = resolve_versions(framework, self.framework_version, self.py_version)
-        set_("framework_version", version)
-        set_("py_version", py)
-        if self.role is not None and not ROLE_ARN_RE.match(self.role):
-            raise BadInput("role", self.role, ROLE_RULE)
-        if self.bucket is not None and not BUCKET_RE.match(self.bucket):
-            raise BadInput("bucket", self.bucket, BUCKET_RULE)
-        if self.region is not None and not REGION_RE.match(self.region):
-            raise BadInput("region", self.region, REGION_RULE)
+        self._check_framework(program)
+        check_pattern("role", self.role, ROLE_ARN_RE, ROLE_RULE)
+        check_pattern("bucket", self.bucket, BUCKET_RE, BUCKET_RULE)
+        check_pattern("region", self.region, REGION_RE, REGION_RULE)
         set_("mpi_options", " ".join(parse_mpi_options(self.mpi_options)))
         self._check_maps()
         set_("max_run", positive_int("max_run", self.max_run, MAX_RUN_LIMIT))
         set_("volume_size", positive_int("volume_size", self.volume_size, 16384))
-        for name in ("job_name", "base_job_name"):
-            value = getattr(self, name)
-            if value is not None and not JOB_NAME_RE.match(value):
-                raise BadInput(
-                    name,
-                    value,
-                    "1-63 of a-z A-Z 0-9 and '-', starting and ending with a letter or digit",
-                )
-        if self.base_job_name and len(self.base_job_name) > 63 - JOB_NAME_SUFFIX_LEN:
-            raise BadInput(
-                "base_job_name",
-                self.base_job_name,
-                f"at most {63 - JOB_NAME_SUFFIX_LEN} characters (a date is appended)",
-            )
+        check_job_names(self.job_name, self.base_job_name)
         s3_uri("output_path", self.output_path)
         s3_uri("checkpoint_s3_uri", self.checkpoint_s3_uri)
         if self.keep_alive is not None:
@@ -154,72 +127,25 @@ class MPIJob:
         for name in ("use_spot", "encrypt_inter_container_traffic", "network_isolation"):
             if not isinstance(getattr(self, name), bool):
                 raise BadInput(name, getattr(self, name), "True or False")
-        set_("notes", tuple(notes))
-        for note in notes:
-            warnings.warn(note, UserWarning, stacklevel=4)
+        notes = (note,) if note else ()
+        set_("notes", notes)
+        for text in notes:
+            warnings.warn(text, UserWarning, stacklevel=4)
 
-    def _check_instance_type(self, notes: list[str]) -> None:
-        value = self.instance_type
-        if not isinstance(value, str) or not INSTANCE_TYPE_RE.match(value):
-            raise BadInput(
-                "instance_type",
-                value,
-                "a SageMaker training instance type starting with 'ml.', e.g. ml.c5.2xlarge",
-            )
-        known = known_instance_types()
-        if known is not None and value not in known:
-            close = difflib.get_close_matches(value, sorted(known), n=3)
-            raise BadInput(
-                "instance_type",
-                value,
-                "a SageMaker training instance type"
-                + (f" (closest: {', '.join(close)})" if close else ""),
-            )
-        cpus = vcpus(value)
-        if cpus is not None and self.ppn > cpus:
-            notes.append(
-                f"ppn {self.ppn} exceeds the {cpus} vCPUs of {value}: processes will share cores"
-            )
+    def _check_framework(self, program: Program) -> None:
+        framework = self.framework or program.framework_hint or DEFAULT_FRAMEWORK
+        if framework not in FRAMEWORKS:
+            raise BadInput("framework", framework, " or ".join(FRAMEWORKS))
+        version, py = resolve_versions(framework, self.framework_version, self.py_version)
+        object.__setattr__(self, "framework", framework)
+        object.__setattr__(self, "framework_version", version)
+        object.__setattr__(self, "py_version", py)
 
     def _check_maps(self) -> None:
         set_ = functools.partial(object.__setattr__, self)
-        hps = parse_pairs("hyperparameter", self.hyperparameters)
-        for key in hps:
-            if key.startswith("sagemaker_") or key == "model_dir":
-                raise BadInput(
-                    "hyperparameter",
-                    key,
-                    "a name not starting with 'sagemaker_' and not 'model_dir' "
-                    "(reserved for the container)",
-                )
-            if not key or len(key) > 256:
-                raise BadInput("hyperparameter", key, "a name of 1-256 characters")
-        set_("hyperparameters", hps)
-        env = parse_pairs("env", self.env)
-        for key, value in env.items():
-            if not ENV_KEY_RE.match(key) or len(key) > 512:
-                raise BadInput("env", key, "a variable name matching [A-Za-z_][A-Za-z0-9_]*")
-            if len(value) > 512:
-                raise BadInput(f"env[{key}]", value[:40] + "...", "a value of at most 512 chars")
-        if len(env) > MAX_ENV:
-            raise BadInput("env", len(env), f"at most {MAX_ENV} variables")
-        set_("env", env)
-        tags = parse_pairs("tags", self.tags)
-        for key, value in tags.items():
-            if key.startswith("aws:") or not 1 <= len(key) <= 128 or not TAG_RE.match(key):
-                raise BadInput(
-                    "tags",
-                    key,
-                    "a tag key of 1-128 letters, digits, spaces and "
-                    "_.:/=+-@, not starting with 'aws:'",
-                )
-            if len(value) > 256 or not TAG_RE.match(value):
-                raise BadInput(
-                    f"tags[{key}]",
-                    value,
-                    "a tag value of at most 256 letters, digits, spaces and _.:/=+-@",
-                )
-        set_("tags", tags)
+        set_("hyperparameters", check_hyperparameters(self.hyperparameters))
+        set_("env", check_env(self.env))
+        set_("tags", check_tags(self.tags))
         channels = parse_inputs(self.inputs)
         if self.network_isolation is True and "code" in channels:
             raise BadInput(
