@@ -7,10 +7,10 @@ process's stderr): the runners themselves only report through a callback.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from smmpi.catalog import resolve
 from smmpi.runners.base import Progress, RunOptions, writer
@@ -29,28 +29,10 @@ from smmpi.spec import MPIJob
 from smmpi.toolkit.shape import shape_from_program
 
 
-def options(
-    *,
-    timeout: float | None = None,
-    log_dir: str | Path | None = None,
-    keep: bool = True,
-    region: str | None = None,
-    out: IO[str] | None = None,
-    err: IO[str] | None = None,
-    install_requirements: bool = False,
-    progress: Progress | None = None,
-) -> RunOptions:
-    """Run options whose progress goes to ``progress``, else to ``err``, else to stderr."""
-    return RunOptions(
-        timeout=timeout,
-        log_dir=log_dir,
-        keep=keep,
-        region=region,
-        out=out,
-        err=err,
-        install_requirements=install_requirements,
-        progress=progress or writer(err or sys.stderr),
-    )
+def options(*, progress: Progress | None = None, **fields: Any) -> RunOptions:
+    """Run options from keywords; progress goes to ``progress``, else to ``err``, else stderr."""
+    chosen = RunOptions(**fields)
+    return dataclasses.replace(chosen, progress=progress or writer(chosen.err or sys.stderr))
 
 
 def plan(job: MPIJob, *, job_name: str | None = None) -> Plan:

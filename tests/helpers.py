@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import io
+import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import tarfile
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 NETGUARD = Path(__file__).resolve().parent / "netguard"
+GOLDEN = Path(__file__).resolve().parent / "golden"
 
 ROLE = "arn:aws:iam::123456789012:role/x"
 #: The fake credentials of :class:`MotoServer`: no output may contain them.
@@ -141,3 +145,21 @@ def tar_members(moto: MotoServer, bucket: str, key: str) -> list[str]:
     body = moto.boto3_client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
     with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
         return sorted(tar.getnames())
+
+
+def normalise(data: Any) -> Any:
+    """Replace generated job names (smmpi-ENTRY-date) with a fixed marker."""
+    text = json.dumps(data, indent=2, sort_keys=True)
+    text = re.sub(r"smmpi-([a-z0-9-]+?)-\d{4}(-\d{2}){5}-\d{3}", r"smmpi-\1-GOLDEN", text)
+    return json.loads(text)
+
+
+def check_golden(name: str, data: Any) -> None:
+    """``data`` equals tests/golden/NAME; ``SMMPI_UPDATE_GOLDEN=1`` rewrites the file instead."""
+    path = GOLDEN / name
+    data = normalise(data)
+    if os.environ.get("SMMPI_UPDATE_GOLDEN"):
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    assert path.exists(), f"missing {path}; create it with SMMPI_UPDATE_GOLDEN=1"
+    assert data == json.loads(path.read_text())

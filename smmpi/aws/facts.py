@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from smmpi.errors import BadInput
@@ -81,7 +82,7 @@ def vcpus(instance_type: str) -> int | None:
     return None
 
 
-def is_smmpi_job(tags: list[dict[str, str]]) -> bool:
+def is_smmpi_job(tags: Iterable[Mapping[str, object]]) -> bool:
     """True when ``tags`` (ListTags' answer) carry smmpi's tag."""
     key, value = SMMPI_TAG
     return any(t.get("Key") == key and t.get("Value") == value for t in tags)

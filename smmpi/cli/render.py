@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from smmpi.runners.plan import Plan
 from smmpi.spec import MPIJob
 
 
-def plan_channels(request: dict[str, Any]) -> dict[str, str]:
+def plan_channels(request: Mapping[str, Any]) -> dict[str, str]:
     """Input channel name -> S3 URI, as the request carries them."""
     out: dict[str, str] = {}
     for channel in request.get("InputDataConfig") or []:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smmpi.archives import extract
 from smmpi.aws.clients import split_s3
@@ -12,8 +13,11 @@ from smmpi.aws.errors import MISSING_KEY, aws_errors, error_code
 from smmpi.errors import SmmpiError
 from smmpi.ops.status import describe
 
+if TYPE_CHECKING:
+    from smmpi.aws.types import S3Client, SageMakerClient
 
-def artifact_uris(d: dict[str, Any]) -> dict[str, str]:
+
+def artifact_uris(d: Mapping[str, Any]) -> dict[str, str]:
     """Where SageMaker puts the job's archives: ``model`` and ``output``."""
     name = d["TrainingJobName"]
     base = str(d.get("OutputDataConfig", {}).get("S3OutputPath", "")).rstrip("/")
@@ -37,7 +41,9 @@ class Fetched:
     files: tuple[Path, ...]
 
 
-def fetch(sm: Any, s3: Any, name: str, to: Path, region: str | None = None) -> list[Fetched]:
+def fetch(
+    sm: SageMakerClient, s3: S3Client, name: str, to: Path, region: str | None = None
+) -> list[Fetched]:
     """Download the model and output archives and extract them to ``to/model``, ``to/output``.
 
     Missing archives are reported, not fatal: a failed job often has output

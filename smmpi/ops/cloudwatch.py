@@ -6,12 +6,16 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smmpi.aws.errors import aws_errors
 from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged
 from smmpi.ops.status import JobStatus, describe, poll, status_of
 from smmpi.toolkit.hosts import host_name
+
+if TYPE_CHECKING:
+    from smmpi.aws.types import CloudWatchLogsClient, SageMakerClient
+
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 _STREAM_HOST_RE = re.compile(r"/(?P<host>algo-\d+)-\d+$")
@@ -23,7 +27,7 @@ def stream_host(stream_name: str) -> str:
     return m["host"] if m else stream_name.rsplit("/", 1)[-1]
 
 
-def log_streams(logs: Any, name: str, host: str | None = None) -> list[str]:
+def log_streams(logs: CloudWatchLogsClient, name: str, host: str | None = None) -> list[str]:
     """The job's CloudWatch streams, algo-1 first; only ``host``'s when given."""
     streams: list[str] = []
     with aws_errors():
@@ -50,7 +54,7 @@ class StreamReader:
     ``logs --follow`` polls without repeating lines.
     """
 
-    def __init__(self, logs: Any, stream: str) -> None:
+    def __init__(self, logs: CloudWatchLogsClient, stream: str) -> None:
         self.logs, self.stream, self.host = logs, stream, stream_host(stream)
         self._token: str | None = None
 
@@ -107,7 +111,7 @@ class LogLine:
 class JobLog:
     """A job's log across its hosts' streams, demuxed by rank with the local runs' parser."""
 
-    def __init__(self, logs: Any, name: str, host: str | None = None) -> None:
+    def __init__(self, logs: CloudWatchLogsClient, name: str, host: str | None = None) -> None:
         self.logs, self.name, self.host = logs, name, host
         self.readers: dict[str, StreamReader] = {}
         self.assemblers: dict[str, LineAssembler] = {}
@@ -186,8 +190,8 @@ def select(lines: list[LogLine], rank: int | None) -> list[LogLine]:
 
 
 def follow(
-    sm: Any,
-    logs: Any,
+    sm: SageMakerClient,
+    logs: CloudWatchLogsClient,
     name: str,
     emit: Callable[[list[LogLine]], None],
     host: str | None = None,

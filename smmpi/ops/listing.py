@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from smmpi.aws.errors import aws_errors
 from smmpi.aws.facts import is_smmpi_job
+
+if TYPE_CHECKING:
+    from smmpi.aws.types import SageMakerClient
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,7 @@ class JobSummary:
         return f"{self.name:<{width}}  {self.status:<10}  {created}  {took}"
 
 
-def list_jobs(sm: Any, limit: int = 20, scan: int = 200) -> list[JobSummary]:
+def list_jobs(sm: SageMakerClient, limit: int = 20, scan: int = 200) -> list[JobSummary]:
     """The newest ``limit`` jobs carrying ``SMMPI_TAG``, among the newest ``scan`` jobs.
 
     ListTrainingJobs cannot filter by tag, so each candidate's tags are read;

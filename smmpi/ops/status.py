@@ -8,14 +8,17 @@ A bad or unknown job name is exit code 2 because nothing was touched.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smmpi.aws.errors import aws_errors
 from smmpi.aws.facts import TERMINAL, check_job_name
 from smmpi.toolkit.request import MPI_PROCESSES_PER_HOST
+
+if TYPE_CHECKING:
+    from smmpi.aws.types import Description, SageMakerClient
 
 
 @dataclass(frozen=True)
@@ -101,13 +104,12 @@ class JobStatus:
         }
 
 
-def describe(sm: Any, name: str, region: str | None = None) -> dict[str, Any]:
+def describe(sm: SageMakerClient, name: str, region: str | None = None) -> Description:
     """DescribeTrainingJob with the name checked first and not-found as ``UnknownJob``."""
     check_job_name(name)
     where = region or getattr(getattr(sm, "meta", None), "region_name", None)
     with aws_errors(job=name, region=where):
-        response: dict[str, Any] = sm.describe_training_job(TrainingJobName=name)
-    return response
+        return sm.describe_training_job(TrainingJobName=name)
 
 
 def _ppn(hyperparameters: dict[str, str]) -> int | None:
@@ -120,11 +122,11 @@ def _ppn(hyperparameters: dict[str, str]) -> int | None:
         return None
 
 
-def job_status(sm: Any, name: str, region: str | None = None) -> JobStatus:
+def job_status(sm: SageMakerClient, name: str, region: str | None = None) -> JobStatus:
     return status_of(describe(sm, name, region))
 
 
-def status_of(d: dict[str, Any]) -> JobStatus:
+def status_of(d: Mapping[str, Any]) -> JobStatus:
     """A DescribeTrainingJob answer as a :class:`JobStatus`."""
     resources = d.get("ResourceConfig", {})
     output = d.get("OutputDataConfig", {}).get("S3OutputPath")
@@ -149,7 +151,7 @@ def status_of(d: dict[str, Any]) -> JobStatus:
     )
 
 
-def stop(sm: Any, name: str, region: str | None = None) -> str:
+def stop(sm: SageMakerClient, name: str, region: str | None = None) -> str:
     """Ask SageMaker to stop the job; a job that already ended is left as it is."""
     d = describe(sm, name, region)
     state = d["TrainingJobStatus"]
@@ -163,12 +165,12 @@ def stop(sm: Any, name: str, region: str | None = None) -> str:
 
 
 def poll(
-    describe_once: Callable[[], dict[str, Any]],
+    describe_once: Callable[[], Mapping[str, Any]],
     *,
     first: float,
     ceiling: float,
     sleep: Callable[[float], None] = time.sleep,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Mapping[str, Any]]:
     """DescribeTrainingJob answers until the job ends, the last one included.
 
     Waits ``first`` seconds after the first answer, doubling up to ``ceiling``:

@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from smmpi.aws.types import Request
 
 #: One line of progress ("smmpi: ..."), without its newline.
 Progress = Callable[[str], None]
@@ -61,4 +64,4 @@ class Outcome(Protocol):
 class Runner(Protocol):
     """Runs one request with its source; every runner under :mod:`smmpi.runners` is one."""
 
-    def run(self, request: dict[str, Any], source: bytes, options: RunOptions) -> Outcome: ...
+    def run(self, request: Request, source: bytes, options: RunOptions) -> Outcome: ...

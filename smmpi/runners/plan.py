@@ -8,19 +8,22 @@ mpirun argv is derived from it by :mod:`smmpi.toolkit.mpirun`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smmpi.sdk import estimator
 from smmpi.spec import MPIJob, require_s3_inputs
 from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.request import world_size
 
+if TYPE_CHECKING:
+    from smmpi.aws.types import Request
+
 
 @dataclass(frozen=True)
 class Plan:
     """One job, printed: the request, the mpirun argv on algo-1, and what was assumed."""
 
-    request: dict[str, Any]
+    request: Request
     mpirun: list[str]
     world_size: int
     job_name: str

@@ -15,7 +15,7 @@ import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from smmpi.archives import pack
 from smmpi.aws.clients import no_metadata_lookups
@@ -25,6 +25,9 @@ from smmpi.errors import SmmpiError
 from smmpi.sdk.session import boto_session, import_sdk, sdk_session, share_default_session_loader
 from smmpi.sdk.settings import Settings, account_and_bucket, resolve_settings, restore_placeholders
 from smmpi.spec import MPIJob
+
+if TYPE_CHECKING:
+    from smmpi.aws.types import Request
 
 __all__ = ["Built", "build", "capture_request", "pack_source", "restore_placeholders"]
 
@@ -161,7 +164,7 @@ def fit_inputs(job: MPIJob) -> dict[str, str] | None:
     return job.input_map or None
 
 
-def capture_request(built: Built) -> dict[str, Any]:
+def capture_request(built: Built) -> Request:
     """The CreateTrainingJob parameters exactly as boto3 receives them, without sending them.
 
     ``estimator.fit`` runs for real; a hook on the client records the
@@ -177,4 +180,4 @@ def capture_request(built: Built) -> dict[str, Any]:
         built.estimator.fit(fit_inputs(built.job), wait=False, logs=False, job_name=built.job_name)
     if not seen:
         raise SmmpiError("the SDK did not build a CreateTrainingJob request")
-    return restore_placeholders(seen[-1], built.settings.placeholders)
+    return cast("Request", restore_placeholders(seen[-1], built.settings.placeholders))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from smmpi.toolkit.request import (
@@ -87,20 +87,20 @@ ENV_KEYS = (
 )
 
 
-def python_version(request: dict[str, Any]) -> str | None:
+def python_version(request: Mapping[str, Any]) -> str | None:
     """The image's Python as X.Y, read from its tag (``...-cpu-py312`` -> 3.12)."""
     image = request.get("AlgorithmSpecification", {}).get("TrainingImage", "")
     m = re.search(r"-py(\d)(\d+)(?:$|-)", image)
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
-def container_python(request: dict[str, Any]) -> str:
+def container_python(request: Mapping[str, Any]) -> str:
     """sys.executable in the DLC images (Python built from source under /usr/local)."""
     version = python_version(request)
     return f"/usr/local/bin/python{version}" if version else "/usr/local/bin/python3"
 
 
-def gethostname_library(request: dict[str, Any]) -> str:
+def gethostname_library(request: Mapping[str, Any]) -> str:
     """The toolkit's LD_PRELOAD: its ``gethostname`` C extension in the image's site-packages."""
     version = python_version(request) or "3"
     tag = version.replace(".", "")
@@ -118,7 +118,7 @@ def parse_custom_mpi_options(options: str) -> tuple[str, list[str]]:
     return str(known.NCCL_DEBUG), rest
 
 
-def container_env_names(request: dict[str, Any], channels: Iterable[str] = ()) -> list[str]:
+def container_env_names(request: Mapping[str, Any], channels: Iterable[str] = ()) -> list[str]:
     """Names of the SM_* variables the toolkit sets and mpirun forwards, in its order."""
     names = [f"SM_{key.upper()}" for key in ENV_KEYS]
     names += [f"SM_CHANNEL_{c.upper()}" for c in channels]
@@ -127,7 +127,7 @@ def container_env_names(request: dict[str, Any], channels: Iterable[str] = ()) -
     return names
 
 
-def container_mpirun(request: dict[str, Any]) -> list[str]:
+def container_mpirun(request: Mapping[str, Any]) -> list[str]:
     """The argv sagemaker_training.mpi.MasterRunner builds on algo-1 (Open MPI 4 flags).
 
     Seed 004's log shows the same line for a TensorFlow 2.3 image; the toolkit

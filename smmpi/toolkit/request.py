@@ -8,6 +8,7 @@ on each instance from the hyperparameters, ``ResourceConfig`` and channels.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 SAGEMAKER_PREFIX = "sagemaker_"
@@ -16,7 +17,7 @@ MPI_NUM_PROCESSES = "sagemaker_mpi_num_processes"
 MPI_CUSTOM_OPTIONS = "sagemaker_mpi_custom_mpi_options"
 
 
-def decode_hyperparameters(request: dict[str, Any]) -> dict[str, Any]:
+def decode_hyperparameters(request: Mapping[str, Any]) -> dict[str, Any]:
     """HyperParameters as the container reads them: each value JSON-decoded when it can be."""
     out: dict[str, Any] = {}
     for key, value in (request.get("HyperParameters") or {}).items():
@@ -27,7 +28,7 @@ def decode_hyperparameters(request: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def user_hyperparameters(request: dict[str, Any]) -> dict[str, Any]:
+def user_hyperparameters(request: Mapping[str, Any]) -> dict[str, Any]:
     """The program's own hyperparameters (SM_HPS, SM_HP_*, argv): all but ``sagemaker_*``."""
     return {
         k: v
@@ -36,7 +37,7 @@ def user_hyperparameters(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def framework_params(request: dict[str, Any]) -> dict[str, Any]:
+def framework_params(request: Mapping[str, Any]) -> dict[str, Any]:
     """SM_FRAMEWORK_PARAMS: the ``sagemaker_*`` hyperparameters the toolkit does not consume."""
     consumed = {
         "sagemaker_program",
@@ -56,29 +57,29 @@ def framework_params(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def hosts(request: dict[str, Any]) -> list[str]:
+def hosts(request: Mapping[str, Any]) -> list[str]:
     """algo-1..algo-N, as SageMaker names the instances."""
     count = int(request["ResourceConfig"]["InstanceCount"])
     return [f"algo-{i}" for i in range(1, count + 1)]
 
 
-def processes_per_host(request: dict[str, Any]) -> int:
+def processes_per_host(request: Mapping[str, Any]) -> int:
     """sagemaker_mpi_num_of_processes_per_host (the toolkit's CPU default is 1)."""
     return int(decode_hyperparameters(request).get(MPI_PROCESSES_PER_HOST) or 1)
 
 
-def world_size(request: dict[str, Any]) -> int:
+def world_size(request: Mapping[str, Any]) -> int:
     hp = decode_hyperparameters(request)
     explicit = hp.get(MPI_NUM_PROCESSES)
     return int(explicit) if explicit else processes_per_host(request) * len(hosts(request))
 
 
-def program(request: dict[str, Any]) -> str:
+def program(request: Mapping[str, Any]) -> str:
     """The entry point as the container runs it, from /opt/ml/code."""
     return str(decode_hyperparameters(request)["sagemaker_program"])
 
 
-def program_args(request: dict[str, Any]) -> list[str]:
+def program_args(request: Mapping[str, Any]) -> list[str]:
     """Arguments after the script: ``--key value`` for each user hyperparameter, sorted by key."""
     hps = user_hyperparameters(request)
     args: list[str] = []
@@ -92,5 +93,5 @@ def program_args(request: dict[str, Any]) -> list[str]:
     return args
 
 
-def channels(request: dict[str, Any]) -> list[str]:
+def channels(request: Mapping[str, Any]) -> list[str]:
     return [str(c["ChannelName"]) for c in request.get("InputDataConfig") or []]

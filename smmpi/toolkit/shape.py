@@ -58,7 +58,7 @@ class JobShape:
         return {k: on_host(v, dirs) for k, v in self.hyperparameters.items()}
 
 
-def shape_from_request(request: dict[str, Any]) -> JobShape:
+def shape_from_request(request: Mapping[str, Any]) -> JobShape:
     """The job as the toolkit sees it, from the request alone."""
     try:
         script = rq.program(request)

@@ -7,17 +7,13 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from smmpi.errors import BadInput
 from smmpi.spec import MPIJob
 from smmpi.toolkit import request as toolkit_request
-from tests.helpers import ROOT
-
-GOLDEN = ROOT / "tests" / "golden"
-
+from tests.helpers import GOLDEN, check_golden, normalise
 
 ROLE = "arn:aws:iam::123456789012:role/x"
 
@@ -35,23 +31,6 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-
-
-def normalise(data: Any) -> Any:
-    """Replace generated job names (smmpi-ENTRY-date) with a fixed marker."""
-    text = json.dumps(data, indent=2, sort_keys=True)
-    text = re.sub(r"smmpi-([a-z0-9-]+?)-\d{4}(-\d{2}){5}-\d{3}", r"smmpi-\1-GOLDEN", text)
-    return json.loads(text)
-
-
-def check_golden(name: str, data: Any) -> None:
-    path = GOLDEN / name
-    data = normalise(data)
-    if os.environ.get("SMMPI_UPDATE_GOLDEN"):
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    assert path.exists(), f"missing {path}; create it with SMMPI_UPDATE_GOLDEN=1"
-    assert data == json.loads(path.read_text())
 
 
 @pytest.mark.parametrize("framework", ["tensorflow", "pytorch"])

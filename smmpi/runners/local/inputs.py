@@ -8,8 +8,9 @@ Both come as SageMaker would fetch them: the ``sourcedir.tar.gz`` named by
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from smmpi.aws.clients import clients, split_s3
@@ -17,8 +18,13 @@ from smmpi.aws.errors import aws_errors
 from smmpi.errors import BadInput
 from smmpi.toolkit.request import decode_hyperparameters
 
+if TYPE_CHECKING:
+    from smmpi.aws.types import S3Client
 
-def fetch_source(request: dict[str, Any], s3: Any = None, region: str | None = None) -> bytes:
+
+def fetch_source(
+    request: Mapping[str, Any], s3: S3Client | None = None, region: str | None = None
+) -> bytes:
     """The ``sourcedir.tar.gz`` named by ``sagemaker_submit_directory`` (s3:// or file://)."""
     uri = str(decode_hyperparameters(request).get("sagemaker_submit_directory", ""))
     if uri.startswith("s3://"):

@@ -22,11 +22,11 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smmpi.archives import extract, tar_dirs
 from smmpi.aws.facts import check_job_name
@@ -40,6 +40,9 @@ from smmpi.runners.local.requirements import requirements
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.shape import JobShape, shape_from_request
+
+if TYPE_CHECKING:
+    from smmpi.aws.types import Request
 
 STATUS_OF = {
     "Completed": "Completed",
@@ -99,7 +102,7 @@ def _write_record(folder: Path, record: dict[str, Any]) -> None:
     tmp.replace(folder / "describe.json")
 
 
-def _new_record(request: dict[str, Any], name: str, run_dir: Path) -> dict[str, Any]:
+def _new_record(request: Mapping[str, Any], name: str, run_dir: Path) -> dict[str, Any]:
     return {
         "TrainingJobName": name,
         "TrainingJobArn": f"local:training-job/{name}",
@@ -116,7 +119,7 @@ def _new_record(request: dict[str, Any], name: str, run_dir: Path) -> dict[str, 
 
 
 def _lay_out(
-    request: dict[str, Any], source: bytes, region: str | None
+    request: Mapping[str, Any], source: bytes, region: str | None
 ) -> Callable[[HostDirs], None]:
     """What goes into each host's tree: the unpacked source, then every channel."""
     channel_specs = {str(c["ChannelName"]): c for c in request.get("InputDataConfig") or []}
@@ -175,7 +178,7 @@ def _ending_lines(job: LocalJob, seconds: float) -> list[str]:
 
 
 def run_request(
-    request: dict[str, Any],
+    request: Request,
     source: bytes,
     options: RunOptions | None = None,
     on_start: Callable[[dict[str, Any]], None] | None = None,

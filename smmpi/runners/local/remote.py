@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from smmpi.aws.clients import clients
 from smmpi.aws.facts import check_job_name
 from smmpi.ops.status import describe
 
+if TYPE_CHECKING:
+    from smmpi.aws.types import Description, Request, S3Client
 
-def describe_remote(job_name: str, region: str | None = None) -> tuple[dict[str, Any], Any]:
+
+def describe_remote(job_name: str, region: str | None = None) -> tuple[Description, S3Client]:
     """DescribeTrainingJob, and an S3 client, through clients that honour ``AWS_ENDPOINT_URL``."""
     check_job_name(job_name)
     sm, s3 = clients("sagemaker", "s3", region=region)
     return describe(sm, job_name, region), s3
 
 
-def request_from_description(desc: dict[str, Any], new_name: str | None = None) -> dict[str, Any]:
+def request_from_description(desc: Mapping[str, Any], new_name: str | None = None) -> Request:
     """The parts of a DescribeTrainingJob answer that were its CreateTrainingJob request."""
     keys = (
         "AlgorithmSpecification",
@@ -30,4 +34,4 @@ def request_from_description(desc: dict[str, Any], new_name: str | None = None) 
     )
     request = {k: desc[k] for k in keys if k in desc}
     request["TrainingJobName"] = new_name or desc["TrainingJobName"]
-    return request
+    return cast("Request", request)

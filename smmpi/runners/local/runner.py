@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from smmpi.catalog import Program
 from smmpi.runners.base import RunOptions
@@ -23,11 +23,14 @@ from smmpi.runners.local.supervise import (
 )
 from smmpi.toolkit.shape import JobShape
 
+if TYPE_CHECKING:
+    from smmpi.aws.types import Request
+
 
 class LocalRunner:
     """:class:`~smmpi.runners.base.Runner` that plays SageMaker's part on this machine."""
 
-    def run(self, request: dict[str, Any], source: bytes, options: RunOptions) -> LocalJob:
+    def run(self, request: Request, source: bytes, options: RunOptions) -> LocalJob:
         return run_request(request, source, options)
 
 

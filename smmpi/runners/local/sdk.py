@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from smmpi.aws.clients import no_metadata_lookups
 from smmpi.aws.record import hooked
@@ -27,6 +27,9 @@ from smmpi.runners.local.job import LocalJob, run_request
 from smmpi.runners.local.supervise import check_timeout
 from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders
 from smmpi.spec import MPIJob
+
+if TYPE_CHECKING:
+    from smmpi.aws.types import Request
 
 
 def _parse_time(value: Any) -> datetime:
@@ -73,11 +76,11 @@ class LocalBackend:
         # Channels are read in the region the job was built for.
         self.options = dataclasses.replace(options, region=built.settings.region)
         self.jobs: dict[str, LocalJob] = {}
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[Request] = []
         self._hooks = contextlib.ExitStack()
 
     def create(self, params: dict[str, Any]) -> dict[str, Any]:
-        request = restore_placeholders(params, self.built.settings.placeholders)
+        request = cast("Request", restore_placeholders(params, self.built.settings.placeholders))
         self.requests.append(request)
         job = run_request(request, self.source, self.options)
         self.jobs[job.name] = job

@@ -7,9 +7,9 @@ job is reported promptly and a long one costs few API calls.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smmpi.aws.errors import error_line
 from smmpi.aws.facts import TERMINAL
@@ -18,6 +18,9 @@ from smmpi.ops.status import poll as poll_status
 from smmpi.ops.status import stop
 from smmpi.runners.base import Progress
 from smmpi.runners.sagemaker.job import Interrupted, Submission, SubmitFailed
+
+if TYPE_CHECKING:
+    from smmpi.aws.types import Description, SageMakerClient
 
 
 def clock_text(seconds: float) -> str:
@@ -56,7 +59,7 @@ class StatusReporter:
     def _fallback(self) -> float:
         return self.clock() - self.started
 
-    def update(self, desc: dict[str, Any]) -> list[dict[str, Any]]:
+    def update(self, desc: Mapping[str, Any]) -> list[dict[str, Any]]:
         """New events in ``desc``: dicts with elapsed_s, status, secondary_status, message."""
         status = str(desc.get("TrainingJobStatus", "Unknown"))
         created = desc.get("CreationTime")
@@ -110,7 +113,7 @@ class StatusReporter:
 
 
 def follow(
-    client: Any,
+    client: SageMakerClient,
     sub: Submission,
     say: Progress,
     poll: float | None = None,
@@ -135,7 +138,7 @@ def follow(
         raise Interrupted(_interrupted(client, sub, stop_on_interrupt)) from None
 
 
-def _interrupted(client: Any, sub: Submission, stop_job: bool) -> str:
+def _interrupted(client: SageMakerClient, sub: Submission, stop_job: bool) -> str:
     name = sub.job_name
     if not stop_job:
         return (
@@ -171,16 +174,15 @@ class _LogPump:
 
 
 def _follow(
-    client: Any, sub: Submission, say: Progress, poll: float | None, pump: _LogPump
+    client: SageMakerClient, sub: Submission, say: Progress, poll: float | None, pump: _LogPump
 ) -> Submission:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    def describe_once() -> dict[str, Any]:
+    def describe_once() -> Description:
         try:
-            desc: dict[str, Any] = client.describe_training_job(TrainingJobName=sub.job_name)
+            return client.describe_training_job(TrainingJobName=sub.job_name)
         except (ClientError, BotoCoreError) as err:
             raise SubmitFailed(f"DescribeTrainingJob {sub.job_name}: {error_line(err)}") from None
-        return desc
 
     ceiling = 15.0 if poll is None else max(poll, 0.05)
     reporter = StatusReporter()

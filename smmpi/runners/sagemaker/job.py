@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smmpi.errors import SmmpiError
+
+if TYPE_CHECKING:
+    from smmpi.aws.types import Request
 
 
 class SubmitFailed(SmmpiError):
@@ -26,7 +29,7 @@ class Submission:
 
     job_name: str
     arn: str
-    request: dict[str, Any]
+    request: Request | dict[str, Any]  # {} when the SDK did not show it
     code_uri: str
     region: str
     status: str = "InProgress"

@@ -9,7 +9,7 @@ refuses the job, the uploaded source dir is deleted again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smmpi.aws.errors import MISSING_BUCKET, error_code, error_line
 from smmpi.aws.record import hooked
@@ -22,10 +22,14 @@ from smmpi.sdk.session import boto_session
 from smmpi.sdk.settings import resolve_settings
 from smmpi.spec import MPIJob, require_s3_inputs
 
+if TYPE_CHECKING:
+    from smmpi.aws.types import S3Client
+
+
 __all__ = ["Interrupted", "Submission", "SubmitFailed", "ensure_bucket", "follow", "submit"]
 
 
-def ensure_bucket(s3: Any, bucket: str, region: str) -> bool:
+def ensure_bucket(s3: S3Client, bucket: str, region: str) -> bool:
     """Create the bucket if it is missing (as the SDK does for its default); True if created."""
     from botocore.exceptions import ClientError
 
@@ -54,7 +58,7 @@ def _build(job: MPIJob, job_name: str | None) -> estimator.Built:
         raise SubmitFailed(f"resolving the account: {error_line(err)}") from None
 
 
-def _upload(built: estimator.Built, s3: Any, say: Progress) -> str:
+def _upload(built: estimator.Built, s3: S3Client, say: Progress) -> str:
     """Put the packed source dir where the estimator points; returns its key."""
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -69,7 +73,7 @@ def _upload(built: estimator.Built, s3: Any, say: Progress) -> str:
     return key
 
 
-def _create(built: estimator.Built, s3: Any, key: str) -> Submission:
+def _create(built: estimator.Built, s3: S3Client, key: str) -> Submission:
     """CreateTrainingJob through the SDK's ``fit``; the source is removed again if refused."""
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -134,7 +138,7 @@ def submit(
     return sub
 
 
-def _delete_quietly(s3: Any, bucket: str, key: str) -> None:
+def _delete_quietly(s3: S3Client, bucket: str, key: str) -> None:
     try:
         s3.delete_object(Bucket=bucket, Key=key)
     except Exception:  # best effort: the job was not created either way
