@@ -1,32 +1,42 @@
-"""Submit a validated MPIJob to SageMaker (or any endpoint that speaks its API) and follow it.
+"""The SageMaker runner: upload the source dir, create the training job, follow it.
 
 Order matters for "nothing is created on bad input": the spec is validated on
-construction, settings are resolved and checked next, and only then is the
-bucket touched, the source dir uploaded and the job created. If SageMaker
-refuses the job, the uploaded source dir is deleted again.
+construction, settings are resolved and checked next, the request is built
+(and validated by botocore) before anything is touched, and only then is the
+bucket created if missing, the source dir uploaded and the job created. If
+SageMaker refuses the job, the uploaded source dir is deleted again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from smmpi.aws.clients import split_s3
 from smmpi.aws.errors import MISSING_BUCKET, error_code, error_line
-from smmpi.aws.record import hooked
 from smmpi.ops.cloudwatch import JobLog
-from smmpi.runners.base import Progress, silent
+from smmpi.runners.base import Progress, RunOptions, silent
 from smmpi.runners.sagemaker.follow import follow
 from smmpi.runners.sagemaker.job import Interrupted, Submission, SubmitFailed
 from smmpi.sdk import estimator
 from smmpi.sdk.session import boto_session
 from smmpi.sdk.settings import resolve_settings
 from smmpi.spec import MPIJob, require_s3_inputs
+from smmpi.toolkit.request import decode_hyperparameters, processes_per_host, world_size
 
 if TYPE_CHECKING:
-    from smmpi.aws.types import S3Client
+    from smmpi.aws.types import Request, S3Client, SageMakerClient
 
-
-__all__ = ["Interrupted", "Submission", "SubmitFailed", "ensure_bucket", "follow", "submit"]
+__all__ = [
+    "Interrupted",
+    "SageMakerRunner",
+    "Submission",
+    "SubmitFailed",
+    "ensure_bucket",
+    "follow",
+    "submit",
+]
 
 
 def ensure_bucket(s3: S3Client, bucket: str, region: str) -> bool:
@@ -46,59 +56,83 @@ def ensure_bucket(s3: S3Client, bucket: str, region: str) -> bool:
     return True
 
 
-def _build(job: MPIJob, job_name: str | None) -> estimator.Built:
-    """The estimator with the real settings; resolving the account is the only call made."""
-    from botocore.exceptions import BotoCoreError, ClientError
+@dataclass
+class SageMakerRunner:
+    """:class:`~smmpi.runners.base.Runner` that creates the training job on SageMaker.
 
-    settings = resolve_settings(job, offline=False)
-    boto = boto_session(settings, offline=False)
-    try:
-        return estimator.build(job, offline=False, job_name=job_name, settings=settings, boto=boto)
-    except (ClientError, BotoCoreError) as err:
-        raise SubmitFailed(f"resolving the account: {error_line(err)}") from None
+    The request's ``sagemaker_submit_directory`` says where ``source`` goes.
+    With ``wait`` the job is followed to its end: ``poll`` caps the seconds
+    between DescribeTrainingJob calls and ``on_log`` receives its log lines.
+    """
 
+    sagemaker: SageMakerClient
+    s3: S3Client
+    logs: Any = None
+    wait: bool = True
+    poll: float | None = None
+    on_log: Callable[[str], None] | None = None
+    stop_on_interrupt: bool = False
 
-def _upload(built: estimator.Built, s3: S3Client, say: Progress) -> str:
-    """Put the packed source dir where the estimator points; returns its key."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    settings = built.settings
-    key = estimator.code_key(built.job_name)
-    try:
-        if ensure_bucket(s3, settings.bucket, settings.region):
-            say(f"created bucket s3://{settings.bucket}")
-        s3.put_object(Bucket=settings.bucket, Key=key, Body=estimator.pack_source(built.job))
-    except (ClientError, BotoCoreError) as err:
-        raise SubmitFailed(f"uploading the source dir: {error_line(err)}") from None
-    return key
-
-
-def _create(built: estimator.Built, s3: S3Client, key: str) -> Submission:
-    """CreateTrainingJob through the SDK's ``fit``; the source is removed again if refused."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    client = built.session.sagemaker_client
-    try:
-        with hooked(client, "CreateTrainingJob") as seen:
-            built.estimator.fit(
-                estimator.fit_inputs(built.job), wait=False, logs=False, job_name=built.job_name
+    def run(self, request: Request, source: bytes, options: RunOptions) -> Submission:
+        say = options.progress
+        bucket, key = split_s3(str(decode_hyperparameters(request)["sagemaker_submit_directory"]))
+        self._upload(bucket, key, source, options.region or "", say)
+        sub = self._create(request, bucket, key, options.region or "")
+        resources = request["ResourceConfig"]
+        say(
+            f"created training job {sub.job_name} ({resources['InstanceCount']} x "
+            f"{resources['InstanceType']}, {processes_per_host(request)} processes each, "
+            f"world size {world_size(request)})"
+        )
+        if self.wait:
+            log = JobLog(self.logs, sub.job_name) if self.on_log is not None else None
+            follow(
+                self.sagemaker,
+                sub,
+                say,
+                poll=self.poll,
+                log=log,
+                on_log=self.on_log,
+                stop_on_interrupt=self.stop_on_interrupt,
             )
-    except (ClientError, BotoCoreError, ValueError) as err:
-        _delete_quietly(s3, built.settings.bucket, key)
-        raise SubmitFailed(f"CreateTrainingJob refused: {error_line(err)}") from None
-    arn = ""
+        return sub
+
+    def _upload(self, bucket: str, key: str, source: bytes, region: str, say: Progress) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            if ensure_bucket(self.s3, bucket, region):
+                say(f"created bucket s3://{bucket}")
+            self.s3.put_object(Bucket=bucket, Key=key, Body=source)
+        except (ClientError, BotoCoreError) as err:
+            raise SubmitFailed(f"uploading the source dir: {error_line(err)}") from None
+
+    def _create(self, request: Request, bucket: str, key: str, region: str) -> Submission:
+        """CreateTrainingJob; the source is removed again if SageMaker refuses the job."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            answer = self.sagemaker.create_training_job(**request)
+        except (ClientError, BotoCoreError) as err:
+            _delete_quietly(self.s3, bucket, key)
+            raise SubmitFailed(f"CreateTrainingJob refused: {error_line(err)}") from None
+        return Submission(
+            job_name=request["TrainingJobName"],
+            arn=str(answer.get("TrainingJobArn", "")),
+            request=request,
+            code_uri=f"s3://{bucket}/{key}",
+            region=region,
+        )
+
+
+def _request(built: estimator.Built) -> Request:
+    """The request the SDK's ``fit`` builds, validated by botocore; nothing is sent."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
     try:
-        answer = client.describe_training_job(TrainingJobName=built.job_name)
-        arn = str(answer.get("TrainingJobArn", ""))
-    except (ClientError, BotoCoreError):
-        pass
-    return Submission(
-        job_name=built.job_name,
-        arn=arn,
-        request=seen[-1] if seen else {},
-        code_uri=built.code_uri,
-        region=built.settings.region,
-    )
+        return estimator.capture_request(built)
+    except (ClientError, BotoCoreError, ValueError) as err:
+        raise SubmitFailed(f"CreateTrainingJob refused: {error_line(err)}") from None
 
 
 def submit(
@@ -111,7 +145,7 @@ def submit(
     on_log: Callable[[str], None] | None = None,
     stop_on_interrupt: bool = False,
 ) -> Submission:
-    """Pack and upload the source dir, create the job, and follow it if ``wait``.
+    """Build the request, upload the source dir, create the job, and follow it if ``wait``.
 
     ``echo`` receives one line per event (bucket created, job created, status
     transitions); ``on_log`` receives the job's log lines while waiting;
@@ -119,23 +153,27 @@ def submit(
     waiting raises :class:`Interrupted`; the job keeps running unless
     ``stop_on_interrupt``.
     """
+    from botocore.exceptions import BotoCoreError, ClientError
+
     require_s3_inputs(job)
-    say = echo or silent
-    built = _build(job, job_name)
-    s3 = built.boto.client("s3")
-    key = _upload(built, s3, say)
-    sub = _create(built, s3, key)
-    say(
-        f"created training job {sub.job_name} ({job.instances} x {job.instance_type}, "
-        f"{job.ppn} processes each, world size {job.world_size})"
+    settings = resolve_settings(job, offline=False)
+    boto = boto_session(settings, offline=False)
+    try:
+        built = estimator.build(job, offline=False, job_name=job_name, settings=settings, boto=boto)
+    except (ClientError, BotoCoreError) as err:
+        raise SubmitFailed(f"resolving the account: {error_line(err)}") from None
+    request = _request(built)
+    runner = SageMakerRunner(
+        built.session.sagemaker_client,
+        boto.client("s3"),
+        boto.client("logs") if wait and on_log is not None else None,
+        wait=wait,
+        poll=poll,
+        on_log=on_log,
+        stop_on_interrupt=stop_on_interrupt,
     )
-    if wait:
-        log = JobLog(built.boto.client("logs"), sub.job_name) if on_log is not None else None
-        client = built.session.sagemaker_client
-        follow(
-            client, sub, say, poll=poll, log=log, on_log=on_log, stop_on_interrupt=stop_on_interrupt
-        )
-    return sub
+    options = RunOptions(region=built.settings.region, progress=echo or silent)
+    return runner.run(request, estimator.pack_source(job), options)
 
 
 def _delete_quietly(s3: S3Client, bucket: str, key: str) -> None:
