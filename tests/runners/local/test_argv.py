@@ -1,53 +1,76 @@
-"""The local mpirun argv and each host's SM_* environment, pinned by golden files.
+"""The local mpirun argv, each host's variables and its SM_* environment, pinned by golden files.
 
-A fixed run dir, a fake launcher and a fixed interpreter make them stable; the
-request is the dry run's golden demo request, as local mode receives it.
+The run dir, the interpreter and smmpi's own install path are replaced by
+markers, so the files hold only what a run derives from the request: the
+dry run's golden demo request, as local mode receives it.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from smmpi.runners.local.argv import mpirun_argv
+from smmpi.runners.local.hostfiles import WATCH, host_file
 from smmpi.runners.local.layout import host_dirs
 from smmpi.runners.local.mpi import Launcher
 from smmpi.toolkit.environment import sm_env
 from smmpi.toolkit.shape import shape_from_request
 from tests.helpers import GOLDEN, check_golden
 
-RUN_DIR = Path("/smmpi-golden/run")
 LAUNCHER = Launcher("mpirun", "openmpi", 5)
 
 
 def _request(framework: str) -> dict[str, Any]:
-    request: dict[str, Any] = json.loads(
-        (GOLDEN / f"demo_3x2_{framework}.request.json").read_text()
-    )
+    text = (GOLDEN / f"demo_3x2_{framework}.request.json").read_text()
+    request: dict[str, Any] = json.loads(text)
     return request
 
 
+def _markers(data: Any, run_dir: Path) -> Any:
+    """``data`` with this run's paths as ``<run>``, ``<watch.py>`` and ``<python>``."""
+    text = json.dumps(data)
+    for path, marker in ((WATCH, "<watch.py>"), (run_dir, "<run>"), (sys.executable, "<python>")):
+        text = text.replace(str(path), marker)
+    return json.loads(text)
+
+
 @pytest.mark.parametrize("framework", ["tensorflow", "pytorch"])
-def test_golden_local_argv(framework: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_golden_local_argv(framework: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PYTHONPATH", raising=False)
     shape = shape_from_request(_request(framework))
-    argv = mpirun_argv(shape, RUN_DIR, LAUNCHER, "python3")
-    check_golden(f"demo_3x2_{framework}.local_argv.json", argv)
+    argv = mpirun_argv(shape, tmp_path, LAUNCHER, "python3")
+    check_golden(f"demo_3x2_{framework}.local_argv.json", _markers(argv, tmp_path))
     contexts = " ".join(argv).split(" : ")
-    assert len(contexts) == 3
+    assert len(contexts) == len(shape.hosts) == 3
     for host, context in zip(shape.hosts, contexts, strict=True):
-        assert f"SM_CURRENT_HOST={host}" in context
-        assert f"--wdir {RUN_DIR}/{host}/opt/ml/code python3 -m mpi4py demo.py" in context
+        assert f"--wdir {tmp_path}/{host}/opt/ml/code" in context
+        assert "python3 -m mpi4py demo.py" in context
+        if framework == "tensorflow":  # the container path is this host's own tree
+            assert context.endswith(f"demo.py --model_dir {tmp_path}/{host}/opt/ml/model")
+
+
+@pytest.mark.parametrize("host", ["algo-1", "algo-2"])
+def test_golden_host_variables(host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a rank on ``host`` gets on top of mpirun's environment (its host file)."""
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    shape = shape_from_request(_request("tensorflow"))
+    mpirun_argv(shape, tmp_path, LAUNCHER, "python3")
+    written = json.loads(host_file(tmp_path, host).read_text())
+    check_golden(f"demo_3x2_tensorflow.host_env.{host}.json", _markers(written, tmp_path))
+    assert written["env"]["SM_CURRENT_HOST"] == host
 
 
 @pytest.mark.parametrize("host", ["algo-1", "algo-2"])
 def test_golden_sm_env(host: str) -> None:
     shape = shape_from_request(_request("tensorflow"))
-    env = sm_env(shape, host_dirs(RUN_DIR, host), host)
+    root = Path("/run")
+    env = sm_env(shape, host_dirs(root, host), host)
     check_golden(f"demo_3x2_tensorflow.sm_env.{host}.json", env)
     assert env["SM_CURRENT_HOST"] == host
-    assert env["SM_MODEL_DIR"] == f"{RUN_DIR}/{host}/opt/ml/model"
+    assert env["SM_MODEL_DIR"] == f"/run/{host}/opt/ml/model"
     assert json.loads(env["SM_HOSTS"]) == ["algo-1", "algo-2", "algo-3"]
