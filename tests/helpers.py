@@ -162,4 +162,5 @@ def check_golden(name: str, data: Any) -> None:
         path.parent.mkdir(exist_ok=True)
         path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     assert path.exists(), f"missing {path}; create it with SMMPI_UPDATE_GOLDEN=1"
-    assert data == json.loads(path.read_text())
+    expected = json.loads(path.read_text())
+    assert data == expected, f"{path} differs; if intended, rewrite it with SMMPI_UPDATE_GOLDEN=1"
