@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -81,7 +82,7 @@ HANG = (
 def test_timeout_prints_every_stack_and_leaves_nothing(
     run_env: dict[str, str], tmp_path: Path
 ) -> None:
-    script = _write(tmp_path / "deadlock_marker_t.py", HANG)
+    script = _write(tmp_path / f"deadlock_marker_t_{uuid.uuid4().hex[:8]}.py", HANG)
     start = time.monotonic()
     r = smmpi(["run", str(script), "--instances", "2", "--ppn", "2", "--timeout", "3"], run_env)
     elapsed = time.monotonic() - start
@@ -96,12 +97,12 @@ def test_timeout_prints_every_stack_and_leaves_nothing(
         assert "<frozen runpy>" not in section
     assert err.strip().splitlines()[-1] == "smmpi: timed out after 3 s"
     time.sleep(0.5)
-    assert processes_with("deadlock_marker_t.py") == []
+    assert processes_with(script.name) == []
     assert _no_run_dirs(Path(run_env["TMPDIR"]))
 
 
 def test_interrupt_stops_everything(run_env: dict[str, str], tmp_path: Path) -> None:
-    script = _write(tmp_path / "deadlock_marker_i.py", HANG)
+    script = _write(tmp_path / f"deadlock_marker_i_{uuid.uuid4().hex[:8]}.py", HANG)
     proc = subprocess.Popen(
         [str(BIN / "smmpi"), "run", str(script), "-N", "2", "-n", "2"],
         env=run_env,
@@ -110,12 +111,12 @@ def test_interrupt_stops_everything(run_env: dict[str, str], tmp_path: Path) -> 
         text=True,
     )
     deadline = time.monotonic() + 30
-    while len(processes_with("deadlock_marker_i.py")) < 5 and time.monotonic() < deadline:
+    while len(processes_with(script.name)) < 5 and time.monotonic() < deadline:
         time.sleep(0.1)  # smmpi itself + 4 ranks
-    assert len(processes_with("deadlock_marker_i.py")) >= 5
+    assert len(processes_with(script.name)) >= 5
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "interrupted" in err.strip().splitlines()[-1]
     time.sleep(0.5)
-    assert processes_with("deadlock_marker_i.py") == []
+    assert processes_with(script.name) == []
