@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from smmpi.catalog import Program
-from smmpi.runners.base import RunOptions
+from smmpi.runners.base import Runner, RunOptions
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.job import LocalJob, run_request
 from smmpi.runners.local.layout import prepare_hosts
@@ -85,3 +85,7 @@ def _run_in(program: Program, shape: JobShape, run_dir: Path, options: RunOption
         stdin_closed=False,
         remove_on_death=not options.keep,
     )
+
+
+if TYPE_CHECKING:
+    _conforms: type[Runner] = LocalRunner

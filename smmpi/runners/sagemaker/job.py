@@ -38,6 +38,10 @@ class Submission:
     transitions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
+    def name(self) -> str:
+        return self.job_name
+
+    @property
     def exit_code(self) -> int:
         return 0 if self.status in ("Completed", "InProgress") else 1
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from smmpi.aws.clients import split_s3
 from smmpi.aws.errors import MISSING_BUCKET, error_code, error_line
 from smmpi.ops.cloudwatch import JobLog
-from smmpi.runners.base import Progress, RunOptions, silent
+from smmpi.runners.base import Progress, Runner, RunOptions, silent
 from smmpi.runners.sagemaker.follow import follow
 from smmpi.runners.sagemaker.job import Interrupted, Submission, SubmitFailed
 from smmpi.sdk import estimator
@@ -181,3 +181,7 @@ def _delete_quietly(s3: S3Client, bucket: str, key: str) -> None:
         s3.delete_object(Bucket=bucket, Key=key)
     except Exception:  # best effort: the job was not created either way
         pass
+
+
+if TYPE_CHECKING:
+    _conforms: type[Runner] = SageMakerRunner
