@@ -52,7 +52,10 @@ def extract(archive: Path | bytes, dest: Path, *, links: bool = False) -> list[P
             inside = target == root or root in target.parents
             if not inside or m.isdev() or (not links and (m.issym() or m.islnk())):
                 raise SmmpiError(f"{name}: refusing unsafe member {m.name!r}")
-        tar.extractall(root, filter="data")
+        try:
+            tar.extractall(root, filter="data")
+        except tarfile.TarError as err:  # the data filter's refusals (absolute links, ...)
+            raise SmmpiError(f"{name}: refusing unsafe member: {err}") from None
     return [root / m.name for m in members if m.isfile()]
 
 

@@ -1,0 +1,52 @@
+"""The tag parser of local runs and CloudWatch logs: lines rebuilt per rank, failures named."""
+
+from __future__ import annotations
+
+from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged, split_tags
+
+# Seed 004's log: ranks that print without a newline share physical lines.
+SEED_004 = [
+    "[1,3]<stdout>:Data at rank 3 [1,2]<stdout>:Data at rank 2 [1,2]<stdout>:[0 1 2]",
+    "[1,3]<stdout>:[0 1 2]",
+]
+
+
+def test_is_tagged_and_split() -> None:
+    assert is_tagged("[1,0]<stdout>:hello") and not is_tagged("mpirun noticed that")
+    assert split_tags("[1,0]<stderr>: with Open MPI 5's space") == [
+        Tagged(0, "stderr", "with Open MPI 5's space")
+    ]
+    assert split_tags("untagged [1,0]<stdout>:x") == []
+
+
+def test_interleaved_ranks_keep_their_own_words() -> None:
+    lines = LineAssembler()
+    assert lines.feed(SEED_004[0]) == [Tagged(2, "stdout", "Data at rank 2 [0 1 2]")]
+    assert lines.feed(SEED_004[1]) == [Tagged(3, "stdout", "Data at rank 3 [0 1 2]")]
+    assert lines.flush() == []
+    lines.feed("[1,1]<stdout>:no newline yet [1,0]<stdout>:done")
+    assert lines.flush() == [Tagged(1, "stdout", "no newline yet ")]
+
+
+def test_failure_scan_blames_the_rank_that_raised_first() -> None:
+    scan = FailureScan()
+    for line in [
+        "[1,2]<stderr>:Traceback (most recent call last):",
+        '[1,2]<stderr>:  File "prog.py", line 3, in <module>',
+        "[1,2]<stderr>:ValueError: bad input on rank 2",
+        "[1,0]<stderr>:Traceback (most recent call last):",
+        "[1,0]<stderr>:RuntimeError: later",
+    ]:
+        scan.feed(line)
+    assert scan.failed_rank() == 2
+    assert scan.reason(2) == "ValueError: bad input on rank 2"
+
+
+def test_failure_scan_reads_mpirun_abort_and_signal_lines() -> None:
+    aborted = FailureScan()
+    aborted.feed("MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD")
+    aborted.feed("  Errorcode: 7")
+    assert aborted.failed_rank() == 1 and aborted.reason(1) == "exit code 7 (MPI_Abort)"
+    killed = FailureScan()
+    killed.feed("mpirun noticed that process rank 3 with PID 42 on node h exited on signal 9")
+    assert killed.failed_rank() == 3 and killed.reason(3) == "killed by signal 9"
