@@ -16,11 +16,12 @@ from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
 
 @pytest.fixture(autouse=True)
 def guard(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
-    """Every AWS test (marked ``aws``) runs under the network guard, in process and in the
-    subprocesses it starts with ``env``: any use of a host but loopback fails the test.
-    Other tests get ``{}``.
+    """Every AWS test (marked ``aws``, or using the moto server) runs under the network guard,
+    in process and in the subprocesses it starts with ``env``: any use of a host but loopback
+    fails the test. Other tests get ``{}``.
     """
-    if request.node.get_closest_marker("aws") is None:
+    aws_test = request.node.get_closest_marker("aws") is not None
+    if not aws_test and "moto_server" not in request.fixturenames:
         yield {}
         return
     log = tmp_path / "netguard.log"
