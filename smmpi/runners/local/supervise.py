@@ -183,17 +183,13 @@ def _pumps(
 def _wait(supervisor: Supervisor, result: RunResult, timeout: float | None, start: float) -> None:
     """Wait for mpirun; at the deadline dump every rank's stack and kill everything."""
     deadline = start + timeout if timeout else None
-    while True:
-        try:
-            supervisor.proc.wait(timeout=0.1)
-            return
-        except subprocess.TimeoutExpired:
-            if deadline is not None and time.monotonic() >= deadline:
-                result.stacks = supervisor.dump_stacks()
-                result.exit_code, result.status = EXIT_TIMEOUT, "TimedOut"
-                result.reason = f"timed out after {timeout:g} s"
-                supervisor.kill_all()
-                return
+    try:  # blocking: Ctrl-C and SIGTERM still interrupt it (KeyboardInterrupt)
+        supervisor.proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        result.stacks = supervisor.dump_stacks()
+        result.exit_code, result.status = EXIT_TIMEOUT, "TimedOut"
+        result.reason = f"timed out after {timeout:g} s"
+        supervisor.kill_all()
 
 
 def _blame(result: RunResult, ends: Ends, scan: FailureScan, shape: JobShape, code: int) -> None:
