@@ -2,13 +2,17 @@
 
 An entry point is resolved to a :class:`Program`: the script's file name (as
 the container will see it under ``/opt/ml/code``) and the files that make up
-its source dir. Packaged entry points travel with ``smmpi_runtime.py``; so do
-users' scripts, so that they can call its helpers too.
+its source dir. What ships is what the SageMaker SDK would ship: a packaged
+entry point with the sibling modules it imports; a user's script alone, as
+the SDK uploads ``entry_point`` without ``source_dir``, or the whole
+``--source-dir`` folder when one is given. Both travel with
+``smmpi_runtime.py``, so that they can call its helpers too.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -48,6 +52,10 @@ EXCLUDED_SUFFIXES = (".pyc", ".pyo")
 
 # Entry points that need a framework pick its estimator by default.
 FRAMEWORK_OF = {"tf_multiworker": "tensorflow", "torch_ddp": "pytorch"}
+
+#: Above this many bytes of code, ``submit`` warns before uploading: data belongs in an
+#: input channel, not in every instance's code dir.
+SOURCE_WARN_BYTES = 50_000_000
 
 
 def entry_points_dir() -> Path:
@@ -92,6 +100,7 @@ class Program:
     script: str  # file name relative to the code dir (sagemaker_program)
     source_dir: Path  # directory whose files form the code dir
     packaged: bool
+    whole_dir: bool = False  # a --source-dir was given: every file of it ships
 
     @property
     def framework_hint(self) -> str | None:
@@ -102,6 +111,10 @@ class Program:
         if self.packaged:
             for name in sorted({self.script, RUNTIME_MODULE, *self._local_imports()}):
                 yield self.source_dir / name, name
+            return
+        if not self.whole_dir:
+            for name in sorted({self.script, RUNTIME_MODULE}):
+                yield (self.source_dir if name == self.script else entry_points_dir()) / name, name
             return
         seen: set[str] = set()
         for path in sorted(self.source_dir.rglob("*")):
@@ -115,15 +128,33 @@ class Program:
             yield entry_points_dir() / RUNTIME_MODULE, RUNTIME_MODULE
 
     def _local_imports(self) -> set[str]:
-        """Sibling entry-point modules a packaged script imports (demo imports the three parts)."""
-        tree = ast.parse((self.source_dir / self.script).read_text(encoding="utf-8"))
-        names: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names.add(node.module.split(".")[0])
-            elif isinstance(node, ast.Import):
-                names.update(alias.name.split(".")[0] for alias in node.names)
-        return {f"{n}.py" for n in names if (self.source_dir / f"{n}.py").is_file()}
+        """Sibling modules a packaged script imports, and theirs (demo imports three parts)."""
+        found: set[str] = set()
+        todo = [self.script]
+        while todo:
+            for name in imported_modules(self.source_dir / todo.pop()):
+                module = f"{name}.py"
+                if module not in found and (self.source_dir / module).is_file():
+                    found.add(module)
+                    todo.append(module)
+        return found
+
+    def manifest(self) -> list[tuple[str, int]]:
+        """(archive name, bytes) of every file that ships; an unreadable one is bad input."""
+        out = []
+        for path, name in self.files():
+            try:
+                with path.open("rb"):
+                    pass
+                size = path.stat().st_size
+            except OSError as err:
+                raise BadInput(
+                    "source_dir" if self.whole_dir else "ENTRY",
+                    str(path),
+                    f"files smmpi can read ({err.strerror})",
+                ) from None
+            out.append((name, size))
+        return out
 
     def copy_to(self, dest: Path) -> None:
         """Lay the code dir out at ``dest`` (as ``/opt/ml/code`` would be)."""
@@ -133,10 +164,44 @@ class Program:
             shutil.copy2(src, target)
 
 
+def imported_modules(path: Path) -> set[str]:
+    """Top-level names of the absolute imports in a Python file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+    return names
+
+
+_NO_MODULE_RE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z0-9_]+)")
+
+
+def missing_module_hint(program: Program, failure: str) -> str | None:
+    """Say why a sibling module is missing: without --source-dir only the script ships."""
+    match = _NO_MODULE_RE.search(failure)
+    if program.packaged or program.whole_dir or match is None:
+        return None
+    name = match.group(1)
+    beside = [p for p in (f"{name}.py", name) if (program.source_dir / p).exists()]
+    if not beside:
+        return None
+    return (
+        f"{beside[0]} is beside {program.script} but only the script ships without "
+        f"--source-dir (as on SageMaker): pass --source-dir {program.source_dir}"
+    )
+
+
 def resolve(entry: str, source_dir: str | Path | None = None) -> Program:
     """Turn ENTRY (a packaged name or a path to a .py file) into a Program, or raise BadInput."""
+    if not isinstance(entry, str):
+        raise BadInput("entry", entry, "a packaged entry point name or a path to a .py file")
     if not entry:
         raise BadInput("ENTRY", entry, "a packaged entry point name or a path to a .py file")
+    if source_dir is not None and not isinstance(source_dir, (str, os.PathLike)):
+        raise BadInput("source_dir", source_dir, "a path to an existing directory")
     looks_like_path = entry.endswith(".py") or "/" in entry or Path(entry).exists()
     if not looks_like_path:
         names = {ep.name: ep for ep in packaged()}
@@ -170,4 +235,6 @@ def resolve(entry: str, source_dir: str | Path | None = None) -> Program:
             "a file name matching "
             "[A-Za-z0-9._][A-Za-z0-9._+-]* (the SageMaker container refuses others)",
         )
-    return Program(path.stem, script, src, packaged=False)
+    program = Program(path.stem, script, src, packaged=False, whole_dir=source_dir is not None)
+    program.manifest()  # an unreadable file is bad input now, not a traceback at upload
+    return program

@@ -14,7 +14,22 @@ import os
 from pathlib import Path
 from typing import Any
 
+from smmpi.errors import BadInput, SmmpiError
+
 ENV_OF = {"role": "SMMPI_ROLE", "bucket": "SMMPI_BUCKET", "region": "SMMPI_REGION"}
+#: The keys smmpi reads, and the type each must have (others are kept but ignored).
+STRING_KEYS = ("role", "bucket", "region", "stack")
+LIST_KEYS = ("security_group_ids", "subnets")
+_SHAPE = 'a JSON object like the one `smmpi infra deploy` writes ({"role": "arn:...", ...})'
+
+
+class ConfigError(SmmpiError):
+    """The config file cannot be used (exit code 2: found before anything was touched)."""
+
+    exit_code = 2
+
+    def __init__(self, where: Path, problem: str) -> None:
+        super().__init__(f"invalid config file {where}: {problem}; allowed: {_SHAPE}")
 
 
 def path() -> Path:
@@ -26,14 +41,56 @@ def path() -> Path:
 
 
 def load() -> dict[str, Any]:
-    """The saved settings, or {} when there is no file (a broken file is an error)."""
+    """The saved settings, or {} when there is no file (a broken file is :class:`ConfigError`)."""
     p = path()
-    if not p.is_file():
+    if not p.exists():
         return {}
-    data = json.loads(p.read_text(encoding="utf-8"))
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise ConfigError(p, f"cannot be read ({err.strerror})") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(p, f"not UTF-8 text (byte {err.start})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        line = getattr(err, "lineno", "?")
+        raise ConfigError(p, f"not valid JSON (line {line})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{p}: expected a JSON object")
+        raise ConfigError(p, f"a JSON {type(data).__name__}, not an object")
+    _check_types(p, data)
     return data
+
+
+def _check_types(p: Path, data: dict[str, Any]) -> None:
+    for key in STRING_KEYS:
+        if key in data and not isinstance(data[key], str):
+            raise ConfigError(p, f"{key!r} is {data[key]!r}, not a string")
+    for key in LIST_KEYS:
+        value = data.get(key)
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise ConfigError(p, f"{key!r} is {value!r}, not a list of strings")
+
+
+def ensure_home() -> None:
+    """Give ``HOME`` the user's home from the password database when it is unset.
+
+    Open MPI refuses to start without it ("Unable to get the user home
+    directory"); a user with no home at all is told so in one line.
+    """
+    if os.environ.get("HOME"):
+        return
+    import pwd
+
+    try:
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        home = ""
+    if not home:
+        raise BadInput("HOME", "(unset)", "a home folder: set HOME (Open MPI needs one)")
+    os.environ["HOME"] = home
 
 
 def save(updates: dict[str, Any]) -> Path:
