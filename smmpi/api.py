@@ -26,12 +26,15 @@ from smmpi.runners.sagemaker.submit import Submission
 from smmpi.runners.sagemaker.submit import submit as submit_job
 from smmpi.sdk.estimator import build
 from smmpi.spec import MPIJob
+from smmpi.spec.limits import check_log_dir
 from smmpi.toolkit.shape import shape_from_program
 
 
 def options(*, progress: Progress | None = None, **fields: Any) -> RunOptions:
     """Run options from keywords; progress goes to ``progress``, else to ``err``, else stderr."""
     chosen = RunOptions(**fields)
+    if chosen.log_dir is not None:
+        check_log_dir(chosen.log_dir)
     return dataclasses.replace(chosen, progress=progress or writer(chosen.err or sys.stderr))
 
 

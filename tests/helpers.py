@@ -148,9 +148,10 @@ def tar_members(moto: MotoServer, bucket: str, key: str) -> list[str]:
 
 
 def normalise(data: Any) -> Any:
-    """Replace generated job names (smmpi-ENTRY-date) with a fixed marker."""
+    """Replace generated job names (smmpi-ENTRY-date) and upload ids with fixed markers."""
     text = json.dumps(data, indent=2, sort_keys=True)
     text = re.sub(r"smmpi-([a-z0-9-]+?)-\d{4}(-\d{2}){5}-\d{3}", r"smmpi-\1-GOLDEN", text)
+    text = re.sub(r"/source/[0-9a-f]{8}/sourcedir", "/source/UPLOAD-ID/sourcedir", text)
     return json.loads(text)
 
 
@@ -164,3 +165,10 @@ def check_golden(name: str, data: Any) -> None:
     assert path.exists(), f"missing {path}; create it with SMMPI_UPDATE_GOLDEN=1"
     expected = json.loads(path.read_text())
     assert data == expected, f"{path} differs; if intended, rewrite it with SMMPI_UPDATE_GOLDEN=1"
+
+
+def make_bucket(moto: MotoServer, name: str, region: str = "us-west-2") -> None:
+    """A bucket at the moto server, as `smmpi infra deploy` (or the user) would have made it."""
+    moto.boto3_client("s3", region).create_bucket(
+        Bucket=name, CreateBucketConfiguration={"LocationConstraint": region}
+    )

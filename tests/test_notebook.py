@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.helpers import ROOT, MotoServer
+from tests.helpers import ROOT, MotoServer, make_bucket
 
 NOTEBOOK = ROOT / "notebooks" / "mpi_on_sagemaker.ipynb"
 ROLE = "arn:aws:iam::123456789012:role/smmpi-nb"
@@ -68,6 +68,7 @@ def test_notebook_runs_clean_against_moto(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     jobs_dir = tmp_path / "local-jobs"
+    make_bucket(moto_server, BUCKET)  # as `smmpi infra deploy` would have
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     kernel_env = {
@@ -152,7 +153,9 @@ def test_notebook_runs_clean_against_moto(
     assert desc["RoleArn"] == ROLE
     s3 = moto_server.boto3_client("s3")
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
-    assert f"{name}/source/sourcedir.tar.gz" in keys
+    code = json.loads(desc["HyperParameters"]["sagemaker_submit_directory"])
+    assert code.removeprefix(f"s3://{BUCKET}/") in keys
+    assert code.startswith(f"s3://{BUCKET}/{name}/source/")
     submitted = cell_text(cell_with(nb, "job.submit(wait=True"))
     assert f"created training job {name}" in submitted
     assert "status: Completed" in submitted

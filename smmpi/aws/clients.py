@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from smmpi import config
 from smmpi.aws.errors import NotConfigured
-from smmpi.aws.facts import shared_loader
-from smmpi.errors import SmmpiError
+from smmpi.aws.facts import REGION_RE, REGION_RULE, shared_loader
+from smmpi.errors import BadInput, SmmpiError
 
 if TYPE_CHECKING:
     import boto3
@@ -49,8 +49,15 @@ def aws_region() -> str | None:
 
 
 def resolve_region(flag: str | None = None) -> str | None:
-    """Region by smmpi's precedence: flag, SMMPI_REGION, config file, then AWS's own."""
-    return configured_region(flag) or aws_region()
+    """Region by smmpi's precedence: flag, SMMPI_REGION, config file, then AWS's own.
+
+    A value that is not a region name (``a/b``) is one line, not botocore's
+    traceback.
+    """
+    region = configured_region(flag) or aws_region()
+    if region is not None and not REGION_RE.match(region):
+        raise BadInput("region", region, REGION_RULE)
+    return region
 
 
 def botocore_session() -> Any:

@@ -7,7 +7,7 @@ commands.
 
 from __future__ import annotations
 
-from smmpi.cli import infra, ops
+from smmpi.cli import infra, local_jobs, ops
 from smmpi.cli.app import main
 from smmpi.cli.run import run_cmd
 from smmpi.cli.submit import submit_cmd
@@ -24,5 +24,6 @@ for _command in (
     ops.fetch_cmd,
     infra.infra_group,
     infra.doctor_cmd,
+    local_jobs.local_jobs_group,
 ):
     main.add_command(_command)

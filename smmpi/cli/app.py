@@ -49,6 +49,9 @@ def main() -> None:
     Build the job once; print it (submit --dry-run), run it here Docker-free at
     the same world size (run, submit --local), or submit it to SageMaker.
     """
+    from smmpi.config import ensure_home
+
+    ensure_home()
 
 
 @main.command("entry-points")

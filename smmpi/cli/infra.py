@@ -104,7 +104,9 @@ def infra_delete_cmd(stack_name: str, yes: bool, region: str | None) -> None:
 def doctor_cmd(no_smoke: bool, region: str | None) -> None:
     """Check MPI, AWS credentials/region/endpoint, role and bucket; one line each with a fix."""
     from smmpi import doctor
+    from smmpi.aws.clients import resolve_region
 
+    resolve_region(region)  # a malformed region or config file is one line, exit 2
     checks = doctor.run(smoke=not no_smoke, region=region)
     for check in checks:
         click.echo(check.line())

@@ -73,6 +73,31 @@ def cost_lines(est: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _size(count: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
+
+
+def files_lines(job: MPIJob, shown: int = 20) -> list[str]:
+    """What ships as the code dir, each file with its size, and the total (a warning if big)."""
+    from smmpi.catalog import SOURCE_WARN_BYTES
+
+    manifest = job.program.manifest()
+    total = sum(size for _, size in manifest)
+    listed = ", ".join(f"{name} ({_size(size)})" for name, size in manifest[:shown])
+    if len(manifest) > shown:
+        listed += f", and {len(manifest) - shown} more"
+    lines = [f"  files        {len(manifest)} file(s), {total:,} bytes in all: {listed}"]
+    if total > SOURCE_WARN_BYTES:
+        lines.append(
+            f"  warning      over {SOURCE_WARN_BYTES // 1_000_000} MB of code: every instance "
+            "downloads it; data belongs in an --input channel"
+        )
+    return lines
+
+
 def render_plan(job: MPIJob, plan: Plan) -> str:
     """Summary first (what a person checks), then the full request and mpirun line."""
     req = plan.request
@@ -82,6 +107,7 @@ def render_plan(job: MPIJob, plan: Plan) -> str:
         "smmpi submit --dry-run: nothing was created",
         f"  job          {plan.job_name}",
         f"  program      {job.program.script}" + (f" (+ {', '.join(others)})" if others else ""),
+        *files_lines(job),
         f"  world        {job.instances} x {job.instance_type}, {job.ppn} processes each "
         f"= {plan.world_size} ranks",
         f"  framework    {job.framework} {job.framework_version} ({job.py_version})",
@@ -130,5 +156,6 @@ def plan_json(job: MPIJob, plan: Plan) -> dict[str, Any]:
 
     data = plan.to_json()
     data["cost"] = cost_estimate(job, plan)
+    data["source_bytes"] = sum(size for _, size in job.program.manifest())
     data["local_mpirun"] = [asdict(r) for r in translate(plan.mpirun, sys.executable)]
     return data

@@ -112,6 +112,11 @@ def _echo_err(line: str) -> None:
 @click.option("--source-dir", default=None, help="Folder uploaded with a user's script.")
 @click.option("--job-name", default=None, help="Training job name [smmpi-ENTRY-DATE].")
 @click.option(
+    "--create-bucket",
+    is_flag=True,
+    help="Create --bucket if it does not exist (by default a missing bucket is refused).",
+)
+@click.option(
     "--wait/--no-wait",
     default=True,
     show_default=True,
@@ -148,6 +153,7 @@ def submit_cmd(
     log_dir: str | None,
     install_requirements: bool,
     as_json: bool,
+    create_bucket: bool,
     **fields: Any,
 ) -> None:
     """Submit ENTRY to SageMaker as N instances x n MPI processes.
@@ -162,13 +168,15 @@ def submit_cmd(
     unless --stop-on-interrupt.
     """
     _check_modes(dry_run, local, wait, stop_on_interrupt, timeout, log_dir, install_requirements)
+    if create_bucket and (dry_run or local):
+        raise BadInput("--create-bucket", True, "only when submitting (not with --dry-run/--local)")
     job = _job(entry, fields)
     if local:
         _run_here(job, timeout, log_dir, install_requirements, as_json)
     elif dry_run:
         _dry_run(job, as_json)
     else:
-        _submit(job, wait, stop_on_interrupt, as_json)
+        _submit(job, wait, stop_on_interrupt, as_json, create_bucket)
 
 
 def _check_modes(
@@ -237,16 +245,25 @@ def _dry_run(job: MPIJob, as_json: bool) -> None:
     )
 
 
-def _submit(job: MPIJob, wait: bool, stop_on_interrupt: bool, as_json: bool) -> None:
+def _notices(line: str) -> None:
+    """With --json, only what must never go unsaid reaches stderr: warnings, created buckets."""
+    if line.startswith(("smmpi: warning", "created bucket")):
+        _echo_err(line)
+
+
+def _submit(
+    job: MPIJob, wait: bool, stop_on_interrupt: bool, as_json: bool, create_bucket: bool
+) -> None:
     from smmpi import api
 
     try:
         sub = api.submit(
             job,
             wait=wait,
-            echo=None if as_json else _echo_err,
+            echo=_notices if as_json else _echo_err,
             on_log=None if as_json else click.echo,
             stop_on_interrupt=stop_on_interrupt,
+            create_bucket=create_bucket,
         )
     except KeyboardInterrupt:
         _echo_err("smmpi: interrupted; a created job keeps running (smmpi stop JOB)")

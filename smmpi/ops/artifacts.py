@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,25 +48,26 @@ def fetch(
     """Download the model and output archives and extract them to ``to/model``, ``to/output``.
 
     Missing archives are reported, not fatal: a failed job often has output
-    but no model. Having neither is an error.
+    but no model. Having neither is an error, and then ``to`` is not created:
+    archives are downloaded to a temporary folder and only extracted into
+    ``to`` once they are here.
     """
     d = describe(sm, name, region)
     results: list[Fetched] = []
-    to.mkdir(parents=True, exist_ok=True)
-    for kind, uri in artifact_uris(d).items():
-        bucket, key = split_s3(uri)
-        archive = to / f"{kind}.tar.gz"
-        with aws_errors():
-            try:
-                s3.download_file(bucket, key, str(archive))
-            except Exception as err:  # botocore raises ClientError 404 for a missing key
-                if error_code(err) in MISSING_KEY:
-                    results.append(Fetched(kind, uri, None, ()))
-                    continue
-                raise
-        files = extract(archive, to / kind)
-        archive.unlink()
-        results.append(Fetched(kind, uri, to / kind, tuple(files)))
+    with tempfile.TemporaryDirectory(prefix="smmpi-fetch-") as tmp:
+        for kind, uri in artifact_uris(d).items():
+            bucket, key = split_s3(uri)
+            archive = Path(tmp) / f"{kind}.tar.gz"
+            with aws_errors():
+                try:
+                    s3.download_file(bucket, key, str(archive))
+                except Exception as err:  # botocore raises ClientError 404 for a missing key
+                    if error_code(err) in MISSING_KEY:
+                        results.append(Fetched(kind, uri, None, ()))
+                        continue
+                    raise
+            files = extract(archive, to / kind)
+            results.append(Fetched(kind, uri, to / kind, tuple(files)))
     if not any(r.directory for r in results):
         state = d["TrainingJobStatus"]
         raise SmmpiError(

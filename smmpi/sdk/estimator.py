@@ -46,9 +46,19 @@ def default_base_name(job: MPIJob) -> str:
     return f"smmpi-{name}"[:39].rstrip("-")
 
 
-def code_key(job_name: str) -> str:
-    """Where the source dir goes in the bucket (the SDK's own layout)."""
-    return f"{job_name}/source/sourcedir.tar.gz"
+def code_key(job_name: str, upload_id: str) -> str:
+    """Where the source dir goes in the bucket: the SDK's layout plus this call's own id.
+
+    The id makes the key one no other call writes, so a submit that fails can
+    delete what it uploaded without ever touching another job's code.
+    """
+    return f"{job_name}/source/{upload_id}/sourcedir.tar.gz"
+
+
+def new_upload_id() -> str:
+    import secrets
+
+    return secrets.token_hex(4)
 
 
 def source_members(job: MPIJob) -> list[str]:
@@ -94,7 +104,7 @@ def build(
     if not offline:
         settings = account_and_bucket(settings, boto)
     name = job_name or generate_job_name(job)
-    code_uri = f"s3://{settings.bucket}/{code_key(name)}"
+    code_uri = f"s3://{settings.bucket}/{code_key(name, new_upload_id())}"
     with no_metadata_lookups() if offline else contextlib.nullcontext():
         session = sdk_session(settings, boto)
         estimator = _estimator(job, session, settings, code_uri)

@@ -18,6 +18,7 @@ from smmpi.aws.clients import aws_region, configured_region
 from smmpi.aws.facts import BUCKET_RE, BUCKET_RULE, REGION_RE, REGION_RULE, ROLE_ARN_RE, ROLE_RULE
 from smmpi.errors import BadInput
 from smmpi.spec import MPIJob, check_vpc_ids
+from smmpi.spec.limits import check_region
 
 if TYPE_CHECKING:
     import boto3
@@ -65,6 +66,8 @@ def resolve_settings(job: MPIJob, *, offline: bool) -> Settings:
     region = _checked("region", configured_region(job.region), REGION_RE, REGION_RULE)
     notes: list[str] = []
     region = region or aws_region()
+    if region is not None and not REGION_RE.match(region):
+        raise BadInput("region (from AWS_REGION or the AWS profile)", region, REGION_RULE)
     if region is None:
         if not offline:
             raise BadInput(
@@ -76,6 +79,7 @@ def resolve_settings(job: MPIJob, *, offline: bool) -> Settings:
         notes.append(
             f"region: none configured, showing {FALLBACK_REGION} (set --region or SMMPI_REGION)"
         )
+    check_region(str(job.framework), str(job.framework_version), region)
     placeholders: dict[str, str] = {}
     if role is None:
         if not offline:

@@ -46,6 +46,7 @@ from smmpi.spec.checks import (
     seconds,
     strict_kwargs,
 )
+from smmpi.spec.limits import check_limits, check_types
 from smmpi.spec.versions import DEFAULT_FRAMEWORK, FRAMEWORKS, resolve_versions
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class MPIJob:
     notes: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
+        check_types(vars(self))
         set_ = functools.partial(object.__setattr__, self)
         set_("instances", positive_int("instances", self.instances))
         set_("ppn", positive_int("ppn", self.ppn))
@@ -115,6 +117,9 @@ class MPIJob:
         check_pattern("region", self.region, REGION_RE, REGION_RULE)
         set_("mpi_options", " ".join(parse_mpi_options(self.mpi_options)))
         self._check_maps()
+        check_limits(
+            str(self.framework), self.hyperparameter_map, self.input_map, self.tag_map, self.env_map
+        )
         set_("max_run", positive_int("max_run", self.max_run, MAX_RUN_LIMIT))
         set_("volume_size", positive_int("volume_size", self.volume_size, 16384))
         check_job_names(self.job_name, self.base_job_name)
@@ -279,14 +284,15 @@ class MPIJob:
         with its CreateTrainingJob answered by a local run) and returns the
         local job; ``timeout``, ``log_dir``, ``out``, ``err`` go to that run.
         Ctrl-C while waiting raises :class:`smmpi.runners.sagemaker.submit.Interrupted`
-        and leaves the job running, unless ``stop_on_interrupt``.
+        and leaves the job running, unless ``stop_on_interrupt``. ``create_bucket=True``
+        creates a named bucket that does not exist (by default it is refused).
         """
         api = _api()
         if local:
             local_job: LocalJob = api.run_local(self, **local_options)
             return local_job
         submission: Submission = api.submit(
-            self, wait=wait, echo=echo, stop_on_interrupt=stop_on_interrupt
+            self, wait=wait, echo=echo, stop_on_interrupt=stop_on_interrupt, **local_options
         )
         return submission
 

@@ -21,9 +21,11 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.conftest import MotoServer, smmpi
+from tests.helpers import MotoServer, smmpi
 
 ROLE = "arn:aws:iam::123456789012:role/x"
+
+pytestmark = pytest.mark.aws
 REGION = "us-west-2"
 
 

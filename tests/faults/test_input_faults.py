@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BIN, MotoServer, smmpi
+from tests.helpers import BIN, MotoServer, smmpi
 
 ROLE = "arn:aws:iam::123456789012:role/x"
+
+pytestmark = pytest.mark.aws
 
 
 def refused(done: subprocess.CompletedProcess[str], *needles: str) -> str:

@@ -10,6 +10,7 @@ import pytest
 from tests.helpers import (
     ROLE,
     MotoServer,
+    make_bucket,
     run_checked,
     s3_state,
     training_jobs,
@@ -35,6 +36,8 @@ def test_settings_precedence_flag_env_file(moto_server: MotoServer, aws: dict[st
     Path(aws["SMMPI_CONFIG"]).write_text(
         json.dumps({"role": ROLE, "bucket": "from-file", "region": "us-west-2"})
     )
+    for bucket in ("from-file", "from-env", "from-flag"):
+        make_bucket(moto_server, bucket)
     base = ["submit", "demo", "--instances", "2", "--ppn", "1", "--no-wait", "--json"]
     from_file = json.loads(run_checked(base, aws).stdout)
     assert from_file["code_uri"].startswith("s3://from-file/")
@@ -61,6 +64,7 @@ def test_vpc_from_config_file_and_flags(moto_server: MotoServer, aws: dict[str, 
         )
     )
     sm = moto_server.boto3_client("sagemaker")
+    make_bucket(moto_server, "from-file")
     base = ["submit", "demo", "--instances", "2", "--ppn", "1", "--no-wait", "--json"]
     saved = run_checked(base, aws)
     assert saved.returncode == 0, saved.stderr

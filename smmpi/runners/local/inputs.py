@@ -61,9 +61,10 @@ def copy_channel(channel: dict[str, Any], dest: Path, region: str | None) -> Non
         )
     bucket, prefix = split_s3(uri)
     (s3,) = clients("s3", region=region)
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for obj in page.get("Contents", []):
-            rel = obj["Key"][len(prefix) :].lstrip("/") or Path(obj["Key"]).name
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            s3.download_file(bucket, obj["Key"], str(target))
+    with aws_errors():
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for obj in page.get("Contents", []):
+                rel = obj["Key"][len(prefix) :].lstrip("/") or Path(obj["Key"]).name
+                target = dest / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                s3.download_file(bucket, obj["Key"], str(target))

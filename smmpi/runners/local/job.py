@@ -19,7 +19,6 @@ it writes ``output/failure``. Either way it leaves a describe-like record
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from smmpi.archives import extract, tar_dirs
 from smmpi.aws.facts import check_job_name
 from smmpi.errors import BadInput
+from smmpi.ops.local_jobs import configured_keep, create_folder, jobs_root, prune, remove_folder
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.inputs import copy_channel
@@ -50,12 +50,6 @@ STATUS_OF = {
     "TimedOut": "Failed",
     "Interrupted": "Stopped",
 }
-
-
-def jobs_root() -> Path:
-    """Where local jobs live: ``$SMMPI_LOCAL_JOBS``, else ``~/.smmpi/local-jobs``."""
-    explicit = os.environ.get("SMMPI_LOCAL_JOBS")
-    return Path(explicit).expanduser() if explicit else Path.home() / ".smmpi" / "local-jobs"
 
 
 def _now() -> str:
@@ -190,22 +184,15 @@ def run_request(
     name = check_job_name(shape.job_name)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
     check_timeout(options.timeout)
-    folder = jobs_root() / name
-    check_bounds(shape, folder / "hosts")  # nor a world too large to emulate
-    if folder.exists():
-        shutil.rmtree(folder)
+    check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
+    folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
-    run_dir.mkdir(parents=True)
-    record = _new_record(request, name, run_dir)
-    _write_record(folder, record)
-    if on_start:
-        on_start(record)
     start = time.monotonic()
-    hps_json = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
-    prepare_hosts(shape, run_dir, _lay_out(request, source, options.region), hps_json)
-    code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
-    extra_paths = requirements(code, folder, options.install_requirements, say)
-    record.update(SecondaryStatus="Training", TrainingStartTime=_now())
+    try:
+        record, extra_paths = _prepare(request, source, options, shape, folder, on_start)
+    except BaseException:
+        remove_folder(folder)  # the job never started: leave nothing stuck InProgress
+        raise
     _write_record(folder, record)
     say(
         f"smmpi: local job {name}: {shape.instances} emulated host(s) x {shape.ppn} "
@@ -228,4 +215,29 @@ def run_request(
     job = LocalJob(name, folder, record, result)
     for line in _ending_lines(job, result.seconds):
         say(line)
+    for old in prune(configured_keep(), spare=name):
+        say(f"smmpi: removed old local job {old} (keeping the newest {configured_keep()})")
     return job
+
+
+def _prepare(
+    request: Request,
+    source: bytes,
+    options: RunOptions,
+    shape: JobShape,
+    folder: Path,
+    on_start: Callable[[dict[str, Any]], None] | None,
+) -> tuple[dict[str, Any], list[str]]:
+    """The host trees, code, channels and requirements: everything before mpirun starts."""
+    run_dir = folder / "hosts"
+    run_dir.mkdir()
+    record = _new_record(request, shape.job_name, run_dir)
+    _write_record(folder, record)
+    if on_start:
+        on_start(record)
+    hps_json = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
+    prepare_hosts(shape, run_dir, _lay_out(request, source, options.region), hps_json)
+    code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
+    extra_paths = requirements(code, folder, options.install_requirements, options.progress)
+    record.update(SecondaryStatus="Training", TrainingStartTime=_now())
+    return record, extra_paths

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from smmpi.catalog import Program
+from smmpi.catalog import Program, missing_module_hint
 from smmpi.runners.base import Runner, RunOptions
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.job import LocalJob, run_request
@@ -57,7 +57,8 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
             f"completed in {result.seconds:.1f} s"
         )
     else:
-        say(f"smmpi: {result.failure_line}")
+        hint = missing_module_hint(program, result.failure_line or "")
+        say(f"smmpi: {result.failure_line}" + (f" ({hint})" if hint else ""))
     if options.keep:
         say(f"smmpi: host trees kept under {run_dir}")
     return result

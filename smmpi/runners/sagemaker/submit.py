@@ -1,10 +1,18 @@
 """The SageMaker runner: upload the source dir, create the training job, follow it.
 
-Order matters for "nothing is created on bad input": the spec is validated on
-construction, settings are resolved and checked next, the request is built
-(and validated by botocore) before anything is touched, and only then is the
-bucket created if missing, the source dir uploaded and the job created. If
-SageMaker refuses the job, the uploaded source dir is deleted again.
+Order matters, so that nothing is created on bad input and nothing that this
+call did not write is ever deleted or overwritten:
+
+1. the spec is validated on construction, settings (region, role, bucket) next,
+   and the request is built (and validated by botocore) before anything is touched;
+2. the job name must be free: SageMaker never reuses one, and a taken name is
+   refused before anything is uploaded;
+3. the bucket must exist; a named bucket that does not is refused (``smmpi
+   infra deploy`` makes one, ``--create-bucket`` a plain one); only the SDK's
+   own default bucket is created unasked, as the SDK does, and said so;
+4. the source dir goes to a key that holds this call's own id, written only if
+   nothing is there (``If-None-Match``);
+5. CreateTrainingJob; if SageMaker refuses it, that one key is deleted.
 """
 
 from __future__ import annotations
@@ -13,8 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from smmpi import config
 from smmpi.aws.clients import split_s3
 from smmpi.aws.errors import MISSING_BUCKET, error_code, error_line
+from smmpi.catalog import SOURCE_WARN_BYTES
+from smmpi.errors import SmmpiError
 from smmpi.ops.cloudwatch import JobLog
 from smmpi.runners.base import Progress, Runner, RunOptions, silent
 from smmpi.runners.sagemaker.follow import follow
@@ -30,6 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Interrupted",
+    "NameTaken",
+    "NoSuchBucket",
     "SageMakerRunner",
     "Submission",
     "SubmitFailed",
@@ -38,10 +51,38 @@ __all__ = [
     "submit",
 ]
 
+_MISSING_JOB = ("not found", "could not find", "does not exist")
 
-def ensure_bucket(s3: S3Client, bucket: str, region: str) -> bool:
-    """Create the bucket if it is missing (as the SDK does for its default); True if created."""
-    from botocore.exceptions import ClientError
+
+class NameTaken(SmmpiError):
+    """A training job of that name exists (exit code 2: nothing was created)."""
+
+    exit_code = 2
+
+    def __init__(self, name: str, region: str) -> None:
+        super().__init__(
+            f"job name {name!r} is already taken by a training job in {region} "
+            "(SageMaker never reuses a name): pick another --job-name"
+        )
+
+
+class NoSuchBucket(SmmpiError):
+    """A named bucket that does not exist (exit code 2: nothing was created)."""
+
+    exit_code = 2
+
+    def __init__(self, bucket: str, region: str) -> None:
+        super().__init__(
+            f"bucket {bucket!r} does not exist in {region}: create smmpi's bucket with "
+            "`smmpi infra deploy` (encrypted, versioned, TLS-only), or pass --create-bucket "
+            "to create a plain one"
+        )
+
+
+def ensure_bucket(s3: S3Client, bucket: str, region: str, create: bool = True) -> bool:
+    """True if the bucket had to be created; a missing one is :class:`NoSuchBucket` unless
+    ``create`` (the SDK's own default bucket, or ``--create-bucket``)."""
+    from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         s3.head_bucket(Bucket=bucket)
@@ -49,11 +90,36 @@ def ensure_bucket(s3: S3Client, bucket: str, region: str) -> bool:
     except ClientError as err:
         if error_code(err) not in MISSING_BUCKET:
             raise SubmitFailed(f"bucket {bucket}: {error_line(err)}") from None
+    except BotoCoreError as err:
+        raise SubmitFailed(f"bucket {bucket}: {error_line(err)}") from None
+    if not create:
+        raise NoSuchBucket(bucket, region)
     kwargs: dict[str, Any] = {"Bucket": bucket}
     if region != "us-east-1":
         kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
-    s3.create_bucket(**kwargs)
+    try:
+        s3.create_bucket(**kwargs)  # type: ignore[arg-type]
+    except (ClientError, BotoCoreError) as err:
+        raise SubmitFailed(f"creating bucket {bucket}: {error_line(err)}") from None
     return True
+
+
+def check_name_free(sagemaker: SageMakerClient, name: str, region: str) -> None:
+    """DescribeTrainingJob must say there is no such job: SageMaker never reuses a name."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        sagemaker.describe_training_job(TrainingJobName=name)
+    except ClientError as err:
+        message = str(err.response.get("Error", {}).get("Message", "")).lower()
+        if error_code(err) in ("ValidationException", "ResourceNotFound") and any(
+            m in message for m in _MISSING_JOB
+        ):
+            return
+        raise SubmitFailed(f"checking the job name: {error_line(err)}") from None
+    except BotoCoreError as err:
+        raise SubmitFailed(f"checking the job name: {error_line(err)}") from None
+    raise NameTaken(name, region)
 
 
 @dataclass
@@ -72,10 +138,12 @@ class SageMakerRunner:
     poll: float | None = None
     on_log: Callable[[str], None] | None = None
     stop_on_interrupt: bool = False
+    create_bucket: bool = True  # False: a missing bucket is refused (one the user named)
 
     def run(self, request: Request, source: bytes, options: RunOptions) -> Submission:
         say = options.progress
         bucket, key = split_s3(str(decode_hyperparameters(request)["sagemaker_submit_directory"]))
+        check_name_free(self.sagemaker, request["TrainingJobName"], options.region or "")
         self._upload(bucket, key, source, options.region or "", say)
         sub = self._create(request, bucket, key, options.region or "")
         resources = request["ResourceConfig"]
@@ -100,10 +168,10 @@ class SageMakerRunner:
     def _upload(self, bucket: str, key: str, source: bytes, region: str, say: Progress) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        try:
-            if ensure_bucket(self.s3, bucket, region):
-                say(f"created bucket s3://{bucket}")
-            self.s3.put_object(Bucket=bucket, Key=key, Body=source)
+        if ensure_bucket(self.s3, bucket, region, self.create_bucket):
+            say(f"created bucket s3://{bucket}")
+        try:  # the key holds this call's own id; If-None-Match: never over another object
+            self.s3.put_object(Bucket=bucket, Key=key, Body=source, IfNoneMatch="*")
         except (ClientError, BotoCoreError) as err:
             raise SubmitFailed(f"uploading the source dir: {error_line(err)}") from None
 
@@ -114,7 +182,9 @@ class SageMakerRunner:
         try:
             answer = self.sagemaker.create_training_job(**request)
         except (ClientError, BotoCoreError) as err:
-            _delete_quietly(self.s3, bucket, key)
+            _delete_quietly(self.s3, bucket, key)  # this call's upload, and nothing else
+            if error_code(err) in ("ResourceInUse", "ResourceInUseException"):
+                raise NameTaken(request["TrainingJobName"], region) from None
             raise SubmitFailed(f"CreateTrainingJob refused: {error_line(err)}") from None
         return Submission(
             job_name=request["TrainingJobName"],
@@ -144,6 +214,7 @@ def submit(
     poll: float | None = None,
     on_log: Callable[[str], None] | None = None,
     stop_on_interrupt: bool = False,
+    create_bucket: bool = False,
 ) -> Submission:
     """Build the request, upload the source dir, create the job, and follow it if ``wait``.
 
@@ -151,7 +222,8 @@ def submit(
     transitions); ``on_log`` receives the job's log lines while waiting;
     ``poll`` caps the seconds between DescribeTrainingJob calls. Ctrl-C while
     waiting raises :class:`Interrupted`; the job keeps running unless
-    ``stop_on_interrupt``.
+    ``stop_on_interrupt``. A bucket the user named that does not exist is
+    refused unless ``create_bucket``; the SDK's default bucket is created.
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -163,6 +235,7 @@ def submit(
     except (ClientError, BotoCoreError) as err:
         raise SubmitFailed(f"resolving the account: {error_line(err)}") from None
     request = _request(built)
+    _warn_if_big(job, echo or silent)
     runner = SageMakerRunner(
         built.session.sagemaker_client,
         boto.client("s3"),
@@ -171,9 +244,20 @@ def submit(
         poll=poll,
         on_log=on_log,
         stop_on_interrupt=stop_on_interrupt,
+        create_bucket=create_bucket or config.setting("bucket", job.bucket) is None,
     )
     options = RunOptions(region=built.settings.region, progress=echo or silent)
     return runner.run(request, estimator.pack_source(job), options)
+
+
+def _warn_if_big(job: MPIJob, say: Progress) -> None:
+    total = sum(size for _, size in job.program.manifest())
+    if total > SOURCE_WARN_BYTES:
+        say(
+            f"smmpi: warning: the code to upload is {total / 1e6:.1f} MB (over "
+            f"{SOURCE_WARN_BYTES // 1_000_000} MB); every instance downloads it: put data "
+            "in an --input channel, or point --source-dir at a smaller folder"
+        )
 
 
 def _delete_quietly(s3: S3Client, bucket: str, key: str) -> None:

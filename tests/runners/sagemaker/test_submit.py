@@ -17,6 +17,7 @@ from tests.helpers import (
     DEMO_FILES,
     ROLE,
     MotoServer,
+    make_bucket,
     run_checked,
     s3_state,
     tar_members,
@@ -64,8 +65,8 @@ def test_submit_demo_3x2_waits_until_completed(
     assert hp["sagemaker_mpi_num_of_processes_per_host"] == "2"
     assert hp["sagemaker_mpi_custom_mpi_options"] == '""'
     assert hp["sagemaker_program"] == '"demo.py"'
-    key = f"{name}/source/sourcedir.tar.gz"
-    assert hp["sagemaker_submit_directory"] == f'"s3://smmpi-test/{key}"'
+    key = json.loads(hp["sagemaker_submit_directory"]).removeprefix("s3://smmpi-test/")
+    assert re.fullmatch(rf"{name}/source/[0-9a-f]{{8}}/sourcedir\.tar\.gz", key), key
     assert desc["AlgorithmSpecification"]["TrainingImage"] == (
         "763104351884.dkr.ecr.us-west-2.amazonaws.com/tensorflow-training:2.19.0-cpu-py312"
     )
@@ -107,7 +108,9 @@ def test_submit_names_and_creates_default_bucket_no_wait_json(
     assert out["arn"].endswith(f"training-job/{name}")
     assert out["request"]["ResourceConfig"]["InstanceCount"] == 3
     state = s3_state(moto_server)
-    assert state == {bucket: [f"{name}/source/sourcedir.tar.gz"]}
+    assert list(state) == [bucket]
+    (key,) = state[bucket]
+    assert re.fullmatch(rf"{name}/source/[0-9a-f]{{8}}/sourcedir\.tar\.gz", key), key
     desc = moto_server.boto3_client("sagemaker").describe_training_job(TrainingJobName=name)
     assert "/pytorch-training:2.8.0-cpu-py312" in desc["AlgorithmSpecification"]["TrainingImage"]
     assert desc["HyperParameters"]["epochs"] == '"2"'
@@ -147,6 +150,7 @@ def test_ppn_above_vcpus_warns_and_submits(moto_server: MotoServer, aws: dict[st
 def test_user_script_with_source_dir(
     moto_server: MotoServer, aws: dict[str, str], tmp_path: Path
 ) -> None:
+    make_bucket(moto_server, "user-code")
     src = tmp_path / "proj"
     for rel in (
         "train.py",
@@ -192,6 +196,7 @@ def test_user_script_with_source_dir(
 def test_input_channels_spot_and_checkpoint_reach_sagemaker(
     moto_server: MotoServer, aws: dict[str, str]
 ) -> None:
+    make_bucket(moto_server, "bkt")
     result = run_checked(
         [
             "submit",
@@ -233,7 +238,8 @@ def test_input_channels_spot_and_checkpoint_reach_sagemaker(
         "MaxWaitTimeInSeconds": 7200,
     }
     assert desc["CheckpointConfig"] == {"S3Uri": "s3://bkt/ckpt"}
-    assert s3_state(moto_server) == {"bkt": [f"{name}/source/sourcedir.tar.gz"]}
+    code = json.loads(desc["HyperParameters"]["sagemaker_submit_directory"])
+    assert s3_state(moto_server) == {"bkt": [code.removeprefix("s3://bkt/")]}
 
 
 def test_keep_alive_reaches_the_request(moto_server: MotoServer, aws: dict[str, str]) -> None:

@@ -1,0 +1,117 @@
+"""Checks on MPIJob as a whole: each field's type, and SageMaker's own limits.
+
+Python callers can pass anything; a wrong type is :class:`BadInput` naming the
+field, never a TypeError from deep inside. SageMaker's limits (hyperparameters,
+channels, tags, environment) come from botocore's model
+(:mod:`smmpi.aws.limits`) and are checked here, before anything is uploaded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from smmpi.aws.limits import check_count, check_hyperparameters, limits
+from smmpi.errors import BadInput
+
+#: Fields that are a string or None.
+_TEXT = (
+    "framework",
+    "framework_version",
+    "py_version",
+    "role",
+    "bucket",
+    "region",
+    "job_name",
+    "base_job_name",
+    "output_path",
+    "checkpoint_s3_uri",
+    "instance_type",
+)
+#: Fields given as a mapping or as ``K=V`` strings (the CLI form), and their singular name.
+_PAIRS = {"hyperparameters": "hyperparameter", "env": "env", "tags": "tags", "inputs": "inputs"}
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+
+
+def check_types(fields: Mapping[str, Any]) -> None:
+    """Each field has a type MPIJob takes (``fields``: the constructor's values by name)."""
+    for name in _TEXT:
+        value = fields.get(name)
+        if value is not None and not isinstance(value, str):
+            raise BadInput(name, value, "a string")
+    source_dir = fields.get("source_dir")
+    if source_dir is not None and not isinstance(source_dir, (str, os.PathLike)):
+        raise BadInput("source_dir", source_dir, "a path to an existing directory")
+    options = fields.get("mpi_options")
+    if options is not None and not isinstance(options, str) and not _strings(options):
+        raise BadInput("mpi_options", options, "a string of mpirun options, or a list of them")
+    for name, shown in _PAIRS.items():
+        value = fields.get(name)
+        if value is None or isinstance(value, (str, Mapping)) or _strings(value):
+            continue
+        raise BadInput(shown, value, "a mapping, or a list of KEY=VALUE strings")
+    _no_repeated_channel(fields.get("inputs"))
+
+
+def _no_repeated_channel(inputs: object) -> None:
+    """``--input train=a --input train=b`` would keep only the last: refuse it."""
+    if not isinstance(inputs, (list, tuple)):
+        return
+    seen: set[str] = set()
+    for pair in inputs:
+        name = str(pair).partition("=")[0]
+        if name in seen:
+            raise BadInput("inputs", name, "each channel name once")
+        seen.add(name)
+
+
+def check_limits(
+    framework: str,
+    hyperparameters: dict[str, str],
+    channels: dict[str, str],
+    tags: dict[str, str],
+    env: dict[str, str],
+) -> None:
+    """SageMaker's CreateTrainingJob limits, as the SDK will send the request."""
+    lim = limits()
+    check_hyperparameters(hyperparameters, framework)
+    check_count("inputs", channels, lim.channels)
+    check_count("tags", tags, lim.tags, own=1)  # smmpi:managed=true
+    check_count("env", env, lim.environment)
+
+
+def check_region(framework: str, version: str, region: str, source: str = "") -> str:
+    """A region the SDK has this framework's training image in (its own table says where).
+
+    The SDK would otherwise fail deep inside ``image_uris`` with a long
+    traceback, after smmpi had resolved the account and maybe made a bucket.
+    """
+    from smmpi.spec.versions import training_versions
+
+    table = training_versions(framework)
+    full = table.get("version_aliases", {}).get(version, version)
+    regions = sorted(table["versions"].get(full, {}).get("registries", {}))
+    if regions and region not in regions:
+        shown = ", ".join(r for r in ("us-east-1", "us-west-2", "eu-west-1") if r in regions)
+        raise BadInput(
+            "region" + source,
+            region,
+            f"one of the {len(regions)} regions the SageMaker SDK has {framework} "
+            f"{version} images in, e.g. {shown}",
+        )
+    return region
+
+
+def check_log_dir(path: str | os.PathLike[str]) -> None:
+    """A folder for per-rank logs that smmpi can create and write to, before anything runs."""
+    folder = os.fspath(path)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as err:
+        raise BadInput("log_dir", folder, f"a folder smmpi can create ({err.strerror})") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise BadInput("log_dir", folder, "a folder smmpi can write to (permission denied)")
