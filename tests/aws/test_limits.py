@@ -1,4 +1,4 @@
-"""CreateTrainingJob's limits come from botocore's model; the SDK's own hyperparameters are counted."""
+"""CreateTrainingJob limits from botocore's model; the SDK's own hyperparameters counted."""
 
 from __future__ import annotations
 
