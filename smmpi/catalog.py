@@ -4,7 +4,8 @@ An entry point is resolved to a :class:`Program`: the script's file name (as
 the container will see it under ``/opt/ml/code``) and the files that make up
 its source dir. What ships is what the SageMaker SDK would ship: a packaged
 entry point with the sibling modules it imports; a user's script alone, as
-the SDK uploads ``entry_point`` without ``source_dir``, or the whole
+the SDK uploads ``entry_point`` without ``source_dir`` (``tar_and_upload_dir``
+in ``sagemaker/fw_utils.py`` archives the script alone), or the whole
 ``--source-dir`` folder when one is given. Both travel with
 ``smmpi_runtime.py``, so that they can call its helpers too.
 """
