@@ -73,6 +73,10 @@ def test_a_sibling_import_fails_as_on_sagemaker_and_names_the_fix(
     assert "--source-dir" in last, last
     fixed = ["run", str(folder / "uses.py"), "--source-dir", str(folder), "-N", "1", "-n", "2"]
     assert smmpi(fixed, env).returncode == 0
+    local = smmpi(["submit", str(folder / "uses.py"), "-N", "1", "-n", "2", "--local"], env)
+    assert local.returncode == 1
+    last = local.stderr.strip().splitlines()[-1]
+    assert "helper.py" in last and f"--source-dir {folder}" in last, last
 
 
 def test_the_dry_run_lists_files_and_their_total_size(folder: Path, env: dict[str, str]) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from smmpi.aws.clients import no_metadata_lookups
 from smmpi.aws.record import hooked
+from smmpi.catalog import missing_module_hint
 from smmpi.errors import SmmpiError
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local.bounds import check_world
@@ -84,6 +85,9 @@ class LocalBackend:
         self.requests.append(request)
         job = run_request(request, self.source, self.options)
         self.jobs[job.name] = job
+        hint = missing_module_hint(self.built.job.program, str(job.record.get("FailureReason", "")))
+        if hint:
+            self.options.progress(f"smmpi: {hint}")
         return {"TrainingJobArn": job.record["TrainingJobArn"]}
 
     def describe(self, params: dict[str, Any]) -> dict[str, Any]:
