@@ -8,7 +8,8 @@ and a run here (README, "Differential tests against the real toolkit"):
    both stand for the image's Python (``<python>``);
 3. the toolkit's own install: the ``gethostname`` extension preloaded by mpirun
    (``<gethostname>``), and the interpreter's ``sys.path`` that the toolkit
-   appends to PYTHONPATH after the code dir (``<sys.path>``);
+   appends to PYTHONPATH after the code dir (``<sys.path>``; smmpi's rank hook
+   folder, ``<run>/.smmpi/...``, is dropped from it);
 4. the machine's ``PATH`` and ``LD_LIBRARY_PATH`` (``<PATH>``, ``<LD_LIBRARY_PATH>``);
 5. ``SAGEMAKER_BASE_DIR``, the toolkit's switch to a host tree, exists only in the oracle.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 ORACLE_ONLY = frozenset({"SAGEMAKER_BASE_DIR"})
@@ -30,7 +31,6 @@ class Substitutions:
     roots: Sequence[str] = ()  # every host tree root of the run (both sides)
     pythons: Sequence[str] = ()  # interpreter paths that stand for the image's
     preloads: Sequence[str] = ()  # gethostname extension paths
-    sys_paths: Sequence[Sequence[str]] = field(default_factory=tuple)  # interpreter sys.path lists
 
     def text(self, value: str) -> str:
         for root in sorted(self.roots, key=len, reverse=True):
@@ -49,11 +49,12 @@ class Substitutions:
         return self.text(value)
 
     def pythonpath(self, value: str) -> str:
-        """``<code dir>:<sys.path>``: the toolkit puts the code dir before its sys.path."""
-        parts = [self.text(p) for p in value.split(":")]
-        known = {self.text(p) for paths in self.sys_paths for p in paths}
-        head = [p for p in parts if p not in known]
-        return ":".join([*head, "<sys.path>"] if len(head) < len(parts) else head)
+        """``<code dir>:<sys.path>``: the code dir first, then the interpreter's own path.
+
+        smmpi's rank hook (a folder under the run's ``.smmpi``) is not compared.
+        """
+        parts = [self.text(p) for p in value.split(":") if p and "/.smmpi/" not in p]
+        return ":".join(parts[:1] + (["<sys.path>"] if len(parts) > 1 else []))
 
 
 def _json(value: str) -> Any:
