@@ -56,15 +56,16 @@ def plan(job: MPIJob, *, job_name: str | None = None) -> Plan:
     require_s3_inputs(job)
     built = estimator.build(job, offline=True, job_name=job_name)
     request = estimator.capture_request(built)
+    files = estimator.source_members(job)
     return Plan(
         request=request,
-        mpirun=container_mpirun(request),
+        mpirun=container_mpirun(request, package="setup.py" in files),
         world_size=world_size(request),
         job_name=built.job_name,
         code_uri=estimator.restore_placeholders({"u": built.code_uri}, built.settings.placeholders)[
             "u"
         ],
-        files=estimator.source_members(job),
+        files=files,
         placeholders=sorted(set(built.settings.placeholders.values())),
         notes=[*built.settings.notes, *job.notes],
         region=built.settings.region,

@@ -13,7 +13,12 @@ import os
 from typing import Any
 
 from smmpi.toolkit.hosts import HostDirs
+from smmpi.toolkit.images import num_gpus
 from smmpi.toolkit.shape import JobShape
+
+GROUP = "homogeneousCluster"
+NETWORK_INTERFACE = "eth0"  # what SageMaker's resourceconfig.json names
+LOG_LEVEL = 20  # sagemaker_container_log_level as the SDK sets it (logging.INFO)
 
 
 def _env_value(value: Any) -> str:
@@ -56,86 +61,107 @@ def input_data_config(shape: JobShape) -> dict[str, Any]:
     }
 
 
-def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
-    """The ``SM_*`` variables the toolkit exports to every process on ``host``."""
+def _groups(shape: JobShape) -> dict[str, Any]:
+    """The instance-group keys of a homogeneous cluster (``Environment``'s group properties)."""
     hosts = shape.hosts
-    num_cpus = shape.num_cpus or os.cpu_count() or 1
-    channel_dirs = {name: str(dirs.channel(name)) for name in shape.channels}
-    framework_params = {
+    group = {"hosts": hosts, "instance_group_name": GROUP, "instance_type": shape.instance_type}
+    return {
+        "current_instance_group": GROUP,
+        "current_instance_group_hosts": hosts,
+        "distribution_hosts": hosts,
+        "distribution_instance_groups": [GROUP],
+        "instance_groups": [GROUP],
+        "instance_groups_dict": {GROUP: group},
+        "is_hetero": False,
+    }
+
+
+def _paths(dirs: HostDirs) -> dict[str, str]:
+    return {
+        "input_config_dir": str(dirs.config),
+        "input_dir": str(dirs.input),
+        "model_dir": str(dirs.model),
+        "output_data_dir": str(dirs.output_data),
+        "output_dir": str(dirs.output),
+        "output_intermediate_dir": str(dirs.intermediate),
+    }
+
+
+def framework_params(shape: JobShape) -> dict[str, Any]:
+    """``additional_framework_parameters``: the ``sagemaker_mpi_*`` hyperparameters."""
+    return {
         "sagemaker_mpi_enabled": True,
         "sagemaker_mpi_num_of_processes_per_host": shape.ppn,
         "sagemaker_mpi_custom_mpi_options": shape.custom_mpi_options,
     }
-    resource = resource_config(shape, host)
-    input_data = input_data_config(shape)
-    training_env: dict[str, Any] = {
-        "additional_framework_parameters": framework_params,
-        "channel_input_dirs": channel_dirs,
+
+
+def training_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, Any]:
+    """``SM_TRAINING_ENV``: ``dict(Environment())``, every public property of it."""
+    return {
+        "additional_framework_parameters": framework_params(shape),
+        "channel_input_dirs": {name: str(dirs.channel(name)) for name in shape.channels},
         "current_host": host,
         "current_instance_type": shape.instance_type,
         "framework_module": shape.framework_module,
-        "hosts": hosts,
+        "hosts": shape.hosts,
         "hyperparameters": shape.host_hyperparameters(dirs),
-        "input_config_dir": str(dirs.config),
-        "input_data_config": input_data,
-        "input_dir": str(dirs.input),
-        "is_master": host == hosts[0],
+        "input_data_config": input_data_config(shape),
+        "is_master": host == shape.hosts[0],
+        # the toolkit's ``mp_parameters and mp_parameters != "{}"`` with no SM_HP_MP_PARAMETERS
+        "is_modelparallel_enabled": None,
+        "is_smddpmprun_installed": False,
+        "is_smddprun_installed": False,
         "job_name": shape.job_name,
-        "log_level": 20,
-        "master_hostname": hosts[0],
-        "model_dir": str(dirs.model),
+        "log_level": LOG_LEVEL,
+        "master_hostname": shape.hosts[0],
         "module_dir": shape.module_dir or str(dirs.code),
         "module_name": shape.module_name,
-        "network_interface_name": "eth0",
-        "num_cpus": num_cpus,
-        "num_gpus": 0,
-        "output_data_dir": str(dirs.output_data),
-        "output_dir": str(dirs.output),
-        "output_intermediate_dir": str(dirs.intermediate),
-        "resource_config": resource,
+        "network_interface_name": NETWORK_INTERFACE,
+        "num_cpus": shape.num_cpus or os.cpu_count() or 1,
+        "num_gpus": num_gpus(shape.instance_type),
+        "num_neurons": 0,
+        "resource_config": resource_config(shape, host),
+        "topology": [],
         "user_entry_point": shape.script,
+        **_groups(shape),
+        **_paths(dirs),
     }
+
+
+def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
+    """The ``SM_*`` variables the toolkit exports on ``host`` (``Environment.to_env_vars``)."""
+    te = training_env(shape, dirs, host)
     env: dict[str, Any] = {
-        "hosts": hosts,
-        "network_interface_name": "eth0",
-        "hps": shape.host_hyperparameters(dirs),
+        "hosts": te["hosts"],
+        "network_interface_name": NETWORK_INTERFACE,
+        "hps": te["hyperparameters"],
         "user_entry_point": shape.script,
-        "framework_params": framework_params,
-        "resource_config": resource,
-        "input_data_config": input_data,
-        "output_data_dir": str(dirs.output_data),
-        "channels": sorted(channel_dirs),
+        "framework_params": te["additional_framework_parameters"],
+        "resource_config": te["resource_config"],
+        "input_data_config": te["input_data_config"],
+        "output_data_dir": te["output_data_dir"],
+        "channels": sorted(te["channel_input_dirs"]),
         "current_host": host,
         "current_instance_type": shape.instance_type,
-        "current_instance_group": "homogeneousCluster",
-        "current_instance_group_hosts": hosts,
-        "instance_groups": ["homogeneousCluster"],
-        "instance_groups_dict": {
-            "homogeneousCluster": {
-                "instance_group_name": "homogeneousCluster",
-                "instance_type": shape.instance_type,
-                "hosts": hosts,
-            }
-        },
-        "distribution_instance_groups": ["homogeneousCluster"],
-        "is_hetero": False,
+        **{k: te[k] for k in _groups(shape) if k != "distribution_hosts"},
         "module_name": shape.module_name,
-        "log_level": 20,
+        "log_level": LOG_LEVEL,
         "framework_module": shape.framework_module,
-        "input_dir": str(dirs.input),
-        "input_config_dir": str(dirs.config),
-        "output_dir": str(dirs.output),
-        "num_cpus": num_cpus,
-        "num_gpus": 0,
+        "input_dir": te["input_dir"],
+        "input_config_dir": te["input_config_dir"],
+        "output_dir": te["output_dir"],
+        "num_cpus": te["num_cpus"],
+        "num_gpus": te["num_gpus"],
         "num_neurons": 0,
-        "model_dir": str(dirs.model),
-        "module_dir": shape.module_dir or str(dirs.code),
-        "training_env": training_env,
+        "model_dir": te["model_dir"],
+        "module_dir": te["module_dir"],
+        "training_env": te,
         "user_args": shape.args(dirs),
-        "output_intermediate_dir": str(dirs.intermediate),
+        "output_intermediate_dir": te["output_intermediate_dir"],
     }
-    for name, path in channel_dirs.items():
+    for name, path in te["channel_input_dirs"].items():
         env[f"channel_{name}"] = path
-    for key, value in shape.host_hyperparameters(dirs).items():
+    for key, value in te["hyperparameters"].items():
         env[f"hp_{key}"] = value
     return {f"SM_{k.upper()}": _env_value(v) for k, v in env.items()}

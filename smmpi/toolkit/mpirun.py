@@ -127,11 +127,22 @@ def container_env_names(request: Mapping[str, Any], channels: Iterable[str] = ()
     return names
 
 
-def container_mpirun(request: Mapping[str, Any]) -> list[str]:
+def program_command(entry: str, package: bool) -> list[str]:
+    """After ``python -m mpi4py``: the script, or ``-m NAME`` when the code has a setup.py.
+
+    ``ProcessRunner._create_command``: with a ``setup.py`` in the code dir the
+    toolkit pip-installs the code and runs the entry point as a module, its
+    name being the entry point without its last ``.py``.
+    """
+    return ["-m", re.sub(r"\.py$", "", entry)] if package else [entry]
+
+
+def container_mpirun(request: Mapping[str, Any], package: bool = False) -> list[str]:
     """The argv sagemaker_training.mpi.MasterRunner builds on algo-1 (Open MPI 4 flags).
 
-    Seed 004's log shows the same line for a TensorFlow 2.3 image; the toolkit
-    5.x adds ``btl_vader_single_copy_mechanism none`` and more SM_* variables.
+    Seed 004's log shows the same line for a TensorFlow 2.3 image; toolkits
+    since 4.4.0 add ``btl_vader_single_copy_mechanism none``, and 5.x more SM_*
+    variables. ``package``: the source dir has a ``setup.py`` (:func:`program_command`).
     SageMaker does not put AWS credentials in the container environment, so the
     toolkit's ``-x AWS_*`` forwarding does not appear.
     """
@@ -198,6 +209,6 @@ def container_mpirun(request: Mapping[str, Any]) -> list[str]:
         cmd += ["-x", "FI_EFA_USE_DEVICE_RDMA=1"]
     for name in container_env_names(request, channels(request)):
         cmd += ["-x", name]
-    cmd += [container_python(request), "-m", "mpi4py", program(request)]
+    cmd += [container_python(request), "-m", "mpi4py", *program_command(program(request), package)]
     cmd += program_args(request)
     return cmd

@@ -17,6 +17,7 @@ from smmpi.errors import BadInput
 from smmpi.spec.checks import positive_int
 from smmpi.toolkit import request as rq
 from smmpi.toolkit.hosts import HostDirs, host_name, on_host
+from smmpi.toolkit.images import image_env
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,11 @@ class JobShape:
     instance_type: str = "local"
     num_cpus: int = 0  # 0: this machine's
     module_dir: str = ""
-    framework_module: str | None = None
+    framework_module: str | None = None  # the image's SAGEMAKER_TRAINING_MODULE
+    image: str = ""  # AlgorithmSpecification.TrainingImage ("" for a bare program)
+    region: str = ""  # the sagemaker_region hyperparameter
+    sagemaker_job_name: str = ""  # the sagemaker_job_name hyperparameter ("": job_name)
+    package: bool = False  # the code dir has a setup.py: the toolkit runs ``-m NAME``
 
     @property
     def hosts(self) -> list[str]:
@@ -77,6 +82,8 @@ def shape_from_request(request: Mapping[str, Any]) -> JobShape:
             "true (smmpi runs MPI jobs)",
         )
     instance_type = str(request["ResourceConfig"].get("InstanceType", "local"))
+    image = str((request.get("AlgorithmSpecification") or {}).get("TrainingImage", ""))
+    hps = rq.decode_hyperparameters(request)
     channels = {
         str(c["ChannelName"]): str(c.get("ContentType") or "")
         for c in request.get("InputDataConfig") or []
@@ -93,7 +100,11 @@ def shape_from_request(request: Mapping[str, Any]) -> JobShape:
         environment={str(k): str(v) for k, v in (request.get("Environment") or {}).items()},
         instance_type=instance_type,
         num_cpus=vcpus(instance_type) or 0,
-        module_dir=str(rq.decode_hyperparameters(request).get("sagemaker_submit_directory", "")),
+        module_dir=str(hps.get("sagemaker_submit_directory", "")),
+        framework_module=image_env(image).get("SAGEMAKER_TRAINING_MODULE") if image else None,
+        image=image,
+        region=str(hps.get("sagemaker_region") or ""),
+        sagemaker_job_name=str(hps.get("sagemaker_job_name") or ""),
     )
 
 

@@ -8,8 +8,8 @@ and a run here (README, "Differential tests against the real toolkit"):
    both stand for the image's Python (``<python>``);
 3. the toolkit's own install: the ``gethostname`` extension preloaded by mpirun
    (``<gethostname>``), and the interpreter's ``sys.path`` that the toolkit
-   appends to PYTHONPATH after the code dir (``<sys.path>``; smmpi's rank hook
-   folder, ``<run>/.smmpi/...``, is dropped from it);
+   appends to PYTHONPATH after the code dir (only the code dir, first on both
+   sides, is compared; smmpi's rank hook folder, ``<run>/.smmpi/...``, is dropped);
 4. the machine's ``PATH`` and ``LD_LIBRARY_PATH`` (``<PATH>``, ``<LD_LIBRARY_PATH>``);
 5. ``SAGEMAKER_BASE_DIR``, the toolkit's switch to a host tree, exists only in the oracle.
 """
@@ -49,12 +49,12 @@ class Substitutions:
         return self.text(value)
 
     def pythonpath(self, value: str) -> str:
-        """``<code dir>:<sys.path>``: the code dir first, then the interpreter's own path.
+        """The code dir, which both put first; the rest is each interpreter's own path.
 
         smmpi's rank hook (a folder under the run's ``.smmpi``) is not compared.
         """
         parts = [self.text(p) for p in value.split(":") if p and "/.smmpi/" not in p]
-        return ":".join(parts[:1] + (["<sys.path>"] if len(parts) > 1 else []))
+        return parts[0] if parts else ""
 
 
 def _json(value: str) -> Any:

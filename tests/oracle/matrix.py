@@ -92,6 +92,15 @@ CASES: tuple[Case, ...] = (
         {"entry": "demo", "instances": 3, "ppn": 1, "instance_type": "ml.p4d.24xlarge"},
     ),
     Case(
+        "pt-3x2-setup-py",
+        {"entry": "train.py", "instances": 3, "ppn": 2, "framework": "pytorch"},
+        source={
+            "train.py": "from mpi4py import MPI\nprint(MPI.COMM_WORLD.Get_rank())\n",
+            "setup.py": SETUP_PY,
+            "requirements.txt": "six\n",
+        },
+    ),
+    Case(
         "tf-1x2-requirements",
         {"entry": "train.py", "instances": 1, "ppn": 2},
         source={
@@ -112,6 +121,7 @@ class Built:
     run_dir: Path
     roots: dict[str, str]
     oracle_case: dict[str, Any]
+    source: Path | None
 
 
 def build(case: Case, tmp: Path) -> Built:
@@ -125,11 +135,12 @@ def build(case: Case, tmp: Path) -> Built:
         job["source_dir"] = str(src)
     run_dir = tmp / case.id / "hosts"
     request, mpirun = smmpi_side.plan(job)
-    roots = smmpi_side.lay_out(request, run_dir, Path(job["source_dir"]) if case.source else None)
+    source = Path(job["source_dir"]) if case.source else None
+    roots = smmpi_side.lay_out(request, run_dir, source)
     oracle_case = {
         "id": case.id,
         "hosts": roots,
         **smmpi_side.container_start(request),
     }
     shutil.rmtree(run_dir / ".smmpi", ignore_errors=True)
-    return Built(case, request, mpirun, run_dir, roots, oracle_case)
+    return Built(case, request, mpirun, run_dir, roots, oracle_case, source)

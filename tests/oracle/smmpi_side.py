@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.plan import plan as build_plan
 from smmpi.spec import MPIJob
+from smmpi.toolkit.container import rank_env as container_rank_env
+from smmpi.toolkit.container import start_env
 from smmpi.toolkit.hosts import HostDirs
-from smmpi.toolkit.shape import shape_from_request
+from smmpi.toolkit.images import num_gpus, torch_version
+from smmpi.toolkit.shape import JobShape, shape_from_request
 
 
 def plan(job: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -33,55 +36,27 @@ def lay_out(request: dict[str, Any], run_dir: Path, source: Path | None) -> dict
     return {host: str(d.root) for host, d in zip(shape.hosts, all_dirs, strict=True)}
 
 
-# The image's ENV (Dockerfile ``ENV`` lines of aws/deep-learning-containers) for the
-# default images, and SageMaker's own TRAINING_JOB_NAME. PATH/LD_LIBRARY_PATH are the
-# machine's on both sides (a documented substitution).
-_IMAGE_ENV = {
-    # tensorflow/training/docker/2.19/py3/Dockerfile.cpu
-    "tensorflow": {
-        "SAGEMAKER_TRAINING_MODULE": "sagemaker_tensorflow_container.training:main",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONIOENCODING": "UTF-8",
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-    },
-    # pytorch/training/docker/2.8/py3/Dockerfile.cpu
-    "pytorch": {
-        "SAGEMAKER_TRAINING_MODULE": "sagemaker_pytorch_container.training:main",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONIOENCODING": "UTF-8",
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "DLC_CONTAINER_TYPE": "training",
-    },
-}
-
-_GPUS = {"ml.p3.8xlarge": 4, "ml.p3.16xlarge": 8, "ml.p4d.24xlarge": 8}
+def shape(request: dict[str, Any], source: Path | None = None) -> JobShape:
+    package = source is not None and (source / "setup.py").is_file()
+    return replace(shape_from_request(request), package=package)
 
 
 def container_start(request: dict[str, Any]) -> dict[str, Any]:
-    """The container's environment and hardware when the toolkit starts."""
-    image = request["AlgorithmSpecification"]["TrainingImage"]
-    framework = "pytorch" if "/pytorch-training:" in image else "tensorflow"
-    version = image.rsplit(":", 1)[1].split("-", 1)[0]
-    instance_type = request["ResourceConfig"]["InstanceType"]
-    shape = shape_from_request(request)
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        **_IMAGE_ENV[framework],
-        "TRAINING_JOB_NAME": request["TrainingJobName"]
-        if "TrainingJobName" in request
-        else json.loads(request["HyperParameters"]["sagemaker_job_name"]),
-        **(request.get("Environment") or {}),
-    }
-    gpus = _GPUS.get(instance_type, 0)
+    """The container's environment and hardware when the toolkit starts, from smmpi's model.
+
+    The same inputs go to both sides: the image's ENV and SageMaker's variables
+    (smmpi.toolkit.container.start_env), the instance's GPUs and vCPUs, the
+    image's torch version. The toolkit then computes everything else.
+    """
+    sh = shape_from_request(request)
     return {
-        "env": env,
-        "num_gpus": gpus,
-        "num_cpus": shape.num_cpus,
-        "torch_version": f"{version}+{'cu129' if gpus else 'cpu'}"
-        if framework == "pytorch"
-        else None,
+        "env": {"PATH": "/usr/local/bin:/usr/bin:/bin", **start_env(sh)},
+        "num_gpus": num_gpus(sh.instance_type),
+        "num_cpus": sh.num_cpus,
+        "torch_version": torch_version(sh.image) or None,
     }
+
+
+def rank_env(request: dict[str, Any], root: str, host: str, source: Path | None) -> dict[str, str]:
+    """smmpi's model of a rank's environment on ``host`` whose tree is ``root``."""
+    return container_rank_env(shape(request, source), HostDirs(Path(root)), host)

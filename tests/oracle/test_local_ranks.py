@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import smmpi
+from tests.helpers import smmpi
 from tests.oracle import smmpi_side
 from tests.oracle.compare import Substitutions, env_diff
 from tests.oracle.oracle import ask
