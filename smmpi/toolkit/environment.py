@@ -165,3 +165,20 @@ def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
     for key, value in te["hyperparameters"].items():
         env[f"hp_{key}"] = value
     return {f"SM_{k.upper()}": _env_value(v) for k, v in env.items()}
+
+
+def hyperparameters_json(shape: JobShape) -> dict[str, str]:
+    """``hyperparameters.json`` as the SDK's MPI estimators write it (values JSON-encoded).
+
+    For a request the file is its HyperParameters; this builds the same keys
+    for a job that has no request (``smmpi run``).
+    """
+    hps: dict[str, Any] = {"sagemaker_program": shape.script}
+    if shape.module_dir:
+        hps["sagemaker_submit_directory"] = shape.module_dir
+    hps |= {"sagemaker_container_log_level": LOG_LEVEL, "sagemaker_job_name": shape.job_name}
+    if shape.region:
+        hps["sagemaker_region"] = shape.region
+    hps |= framework_params(shape)
+    hps |= shape.hyperparameters
+    return {k: json.dumps(v) for k, v in hps.items()}

@@ -10,7 +10,6 @@ host, variable by variable, modulo the documented substitutions
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 
 from tests.helpers import smmpi
 from tests.oracle import smmpi_side
-from tests.oracle.compare import Substitutions, env_diff
+from tests.oracle.compare import LOCAL_ONLY, LOCAL_PREFIX, Substitutions, env_diff
 from tests.oracle.oracle import ask
 from tests.oracle.ranks import rank_envs
 
@@ -37,7 +36,7 @@ SHELL_SECRETS = {
     "AWS_ACCESS_KEY_ID": "AKIDLEAKEDFROMSHELL",
     "AWS_SECRET_ACCESS_KEY": "secret-leaked-from-shell",
     "AWS_SESSION_TOKEN": "token-leaked-from-shell",
-    "SMMPI_TEST_SHELL_ONLY": "from-the-users-shell",
+    "USER_SHELL_ONLY_MARKER": "from-the-users-shell",
 }
 
 
@@ -80,14 +79,14 @@ def test_every_rank_sees_what_the_toolkit_gives_its_host(
     for rank, seen in sorted(run["ranks"].items()):
         host = f"algo-{rank // 2 + 1}"
         ours = {
-            k: v for k, v in seen.items() if not k.startswith(MPI_OWN) and k not in MPI_OWN_NAMES
+            k: v
+            for k, v in seen.items()
+            if not k.startswith((*MPI_OWN, LOCAL_PREFIX)) and k not in MPI_OWN_NAMES | LOCAL_ONLY
         }
-        problems += [
-            f"rank {rank} ({host}) {line}" for line in env_diff(expected[host], ours, subs)
-        ]
+        theirs = {k: v for k, v in expected[host].items() if k not in LOCAL_ONLY}
+        problems += [f"rank {rank} ({host}) {line}" for line in env_diff(theirs, ours, subs)]
         leaked = sorted(set(SHELL_SECRETS) & set(seen))
         problems += [
             f"rank {rank} ({host}) {name}: reached the rank from the shell" for name in leaked
         ]
     assert not problems, "\n".join(problems)
-    assert os.environ.get("SMMPI_TEST_SHELL_ONLY") is None

@@ -17,16 +17,14 @@ line stays small whatever the number of hosts.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from smmpi.runners.local.hostfiles import host_file, rank_command, write_host_file
-from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
+from smmpi.runners.local.layout import host_dirs, rank_variables
 from smmpi.runners.local.mpi import Launcher
 from smmpi.runners.local.translate import local_flags
-from smmpi.toolkit.environment import sm_env
-from smmpi.toolkit.mpirun import parse_custom_mpi_options
+from smmpi.toolkit.mpirun import parse_custom_mpi_options, program_command
 from smmpi.toolkit.shape import JobShape
 
 
@@ -38,33 +36,14 @@ def host_env(
     extra_paths: Sequence[str] = (),
 ) -> dict[str, str]:
     """Every variable a rank on ``host`` gets on top of mpirun's own environment."""
-    dirs = host_dirs(run_dir, host)
-    env = sm_env(shape, dirs, host)
-    env.update(shape.environment)
-    env.update(
-        PYTHONPATH=os.pathsep.join(
-            p
-            for p in (
-                str(site_dir(run_dir)),
-                str(dirs.code),
-                *extra_paths,
-                os.environ.get("PYTHONPATH"),
-            )
-            if p
-        ),
-        PYTHONUNBUFFERED="1",  # as in SageMaker's framework images
-        SMMPI_LOCAL="1",
-        SMMPI_STACK_DIR=str(stack_dir(run_dir)),
-    )
-    if extra_env:
-        env.update(extra_env)
-    return env
+    return rank_variables(shape, run_dir, host, extra_env, extra_paths)
 
 
 def rank_argv(shape: JobShape, run_dir: Path, host: str, python: str) -> list[str]:
     """One host's app context: its ranks start under the rank watcher with the host's file."""
     dirs = host_dirs(run_dir, host)
-    command = [python, "-m", "mpi4py", shape.script, *shape.args(dirs)]
+    program = program_command(shape.script, shape.package)
+    command = [python, "-m", "mpi4py", *program, *shape.args(dirs)]
     return [
         "-np",
         str(shape.ppn),

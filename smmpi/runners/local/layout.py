@@ -9,10 +9,13 @@ their ``sitecustomize``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from smmpi.toolkit.container import rank_env
+from smmpi.toolkit.environment import hyperparameters_json as hyperparameters_json_of
 from smmpi.toolkit.environment import input_data_config, resource_config
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.shape import JobShape
@@ -43,9 +46,7 @@ def write_config(
 ) -> None:
     """The files SageMaker writes to ``/opt/ml/input/config`` on each instance."""
     hps = (
-        hyperparameters_json
-        if hyperparameters_json is not None
-        else {k: json.dumps(v) for k, v in shape.hyperparameters.items()}
+        hyperparameters_json if hyperparameters_json is not None else hyperparameters_json_of(shape)
     )
     for name, content in (
         ("resourceconfig.json", resource_config(shape, host)),
@@ -73,3 +74,37 @@ def prepare_hosts(
         d.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(RANK_HOOK, site_dir(run_dir) / "sitecustomize.py")
     return all_dirs
+
+
+#: Open MPI's own variables (and PMIx's), which a user may set to tune it: kept for mpirun.
+MPI_PREFIXES = ("OMPI_", "OPAL_", "PMIX_", "PRTE_")
+#: What mpirun itself needs from this machine: the programs, a home, a scratch dir.
+MACHINE = ("PATH", "HOME", "TMPDIR", "USER", "LOGNAME")
+
+
+def launch_env(launcher_env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """mpirun's own environment, which ranks inherit: the machine's PATH, HOME and TMPDIR,
+    MPI's own variables, and nothing else of this shell (its AWS credentials least of all).
+    """
+    kept = {k: v for k, v in environ.items() if k in MACHINE or k.startswith(MPI_PREFIXES)}
+    return {**kept, **launcher_env}
+
+
+def rank_variables(
+    shape: JobShape,
+    run_dir: Path,
+    host: str,
+    extra_env: Mapping[str, str] | None = None,
+    extra_paths: Sequence[str] = (),
+) -> dict[str, str]:
+    """Every variable a rank on ``host`` gets on top of mpirun's environment.
+
+    The container's (:func:`smmpi.toolkit.container.rank_env`), with the
+    variables the user passed (``extra_env``), smmpi's rank hook first on
+    PYTHONPATH and ``extra_paths`` (a job's installed requirements) after the code.
+    """
+    dirs = host_dirs(run_dir, host)
+    env = rank_env(shape, dirs, host, dict(extra_env or {}))
+    env["PYTHONPATH"] = os.pathsep.join([str(site_dir(run_dir)), env["PYTHONPATH"], *extra_paths])
+    env.update(SMMPI_LOCAL="1", SMMPI_STACK_DIR=str(stack_dir(run_dir)))
+    return env

@@ -33,7 +33,7 @@ from smmpi.runners.base import Progress, silent
 from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.exits import Blame, Ends
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
-from smmpi.runners.local.layout import stack_dir
+from smmpi.runners.local.layout import launch_env, stack_dir
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.output import Output, report_stacks
 from smmpi.toolkit.hosts import host_of_rank
@@ -260,7 +260,7 @@ def execute(
     argv = mpirun_argv(shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed)
     output = Output(shape.world_size, log_dir)
     start = time.monotonic()
-    env = {**os.environ, **launcher.env()}
+    env = launch_env(launcher.env(), os.environ)
     proc = _start(argv, env, run_dir, shape.world_size, stdin_closed, remove_on_death)
     supervisor = Supervisor(proc, stack_dir(run_dir))
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)

@@ -36,7 +36,7 @@ from mpi4py import MPI
 comm = MPI.COMM_WORLD
 mine = {
     "rank": comm.Get_rank(),
-    "host": os.environ["SM_CURRENT_HOST"],
+    "host": os.environ["CURRENT_HOST"],
     "dir": os.environ["SM_CHANNEL_TRAIN"],
     "files": sorted(os.listdir(os.environ["SM_CHANNEL_TRAIN"])),
 }

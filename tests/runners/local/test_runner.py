@@ -100,6 +100,7 @@ def test_hosts_ranks_and_sagemaker_env(run_env: dict[str, str], tmp_path: Path) 
             "rt = runtime()\n"
             "row = dict(rank=rt.rank, host=rt.host, local_rank=rt.local_rank,\n"
             "           sm_current_host=os.environ['SM_CURRENT_HOST'],\n"
+            "           current_host=os.environ['CURRENT_HOST'],\n"
             "           sm_hosts=json.loads(os.environ['SM_HOSTS']), cwd=os.getcwd(),\n"
             "           model_dir=os.environ['SM_MODEL_DIR'],\n"
             "           out=os.environ['SM_OUTPUT_DATA_DIR'],\n"
@@ -127,8 +128,10 @@ def test_hosts_ranks_and_sagemaker_env(run_env: dict[str, str], tmp_path: Path) 
     assert [row["local_rank"] for row in rows] == [0, 1, 0, 1, 0, 1]
     for row in rows:
         assert row["sm_hosts"] == ["algo-1", "algo-2", "algo-3"]
-        assert row["sm_current_host"] == row["host"]
-        assert row["resource"]["current_host"] == row["host"]
+        # as in the container: algo-1's SM_* reach every rank (mpirun -x); the instance's own
+        # CURRENT_HOST and resourceconfig.json name it
+        assert row["sm_current_host"] == "algo-1"
+        assert row["current_host"] == row["resource"]["current_host"] == row["host"]
         assert row["resource"]["hosts"] == row["sm_hosts"]
         assert row["cwd"].endswith(f"/{row['host']}/opt/ml/code")
         assert row["model_dir"].endswith(f"/{row['host']}/opt/ml/model")
@@ -136,7 +139,7 @@ def test_hosts_ranks_and_sagemaker_env(run_env: dict[str, str], tmp_path: Path) 
         assert row["user_args"] == ["--alpha", "1"]
         assert int(row["num_cpus"]) >= 1
         te = row["training_env"]
-        assert te["current_host"] == row["host"] and te["hosts"] == row["sm_hosts"]
+        assert te["current_host"] == "algo-1" and te["hosts"] == row["sm_hosts"]
         assert te["additional_framework_parameters"]["sagemaker_mpi_num_of_processes_per_host"] == 2
         assert te["user_entry_point"] == "where.py"
 

@@ -116,11 +116,11 @@ def test_local_env_matches_resourceconfig(local_env: dict[str, str], tmp_path: P
     assert [r["rank"] for r in rows] == list(range(6))
     for row in rows:
         expected_host = f"algo-{row['rank'] // 2 + 1}"
-        assert row["host"] == row["sm_current_host"] == expected_host
-        assert row["resource"]["current_host"] == expected_host
+        # as in the container: algo-1's SM_* reach every rank (toolkit's mpirun -x)
+        assert row["sm_current_host"] == row["training_env_host"] == "algo-1"
+        assert row["host"] == row["resource"]["current_host"] == expected_host
         assert row["resource"]["hosts"] == row["sm_hosts"] == ["algo-1", "algo-2", "algo-3"]
         assert row["resource"]["current_instance_type"] == "ml.c5.2xlarge"
-        assert row["training_env_host"] == expected_host
         assert row["sm_num_cpus"] == 8  # what ml.c5.2xlarge reports, not this machine
         assert row["mpi_option_env"] == "from-mpi-options"  # custom options reach mpirun
         assert row["job_env"] == "on"  # the job's Environment reaches every rank
