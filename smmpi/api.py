@@ -8,6 +8,7 @@ process's stderr): the runners themselves only report through a callback.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from smmpi.catalog import resolve
 from smmpi.runners.base import Progress, RunOptions, writer
 from smmpi.runners.local.inputs import fetch_source
 from smmpi.runners.local.job import LocalJob, run_request
+from smmpi.runners.local.layout import passed_variables
 from smmpi.runners.local.remote import describe_remote, request_from_description
 from smmpi.runners.local.runner import run_program
 from smmpi.runners.local.sdk import local_estimator, submit_local
@@ -30,9 +32,19 @@ from smmpi.spec.limits import check_log_dir
 from smmpi.toolkit.shape import shape_from_program
 
 
-def options(*, progress: Progress | None = None, **fields: Any) -> RunOptions:
-    """Run options from keywords; progress goes to ``progress``, else to ``err``, else stderr."""
-    chosen = RunOptions(**fields)
+def options(
+    *,
+    progress: Progress | None = None,
+    pass_env: Sequence[str] = (),
+    with_credentials: bool = False,
+    **fields: Any,
+) -> RunOptions:
+    """Run options from keywords; progress goes to ``progress``, else to ``err``, else stderr.
+
+    ``pass_env`` names variables of this process's environment for the ranks;
+    ``with_credentials`` adds its AWS credentials (the ranks get nothing else of it).
+    """
+    chosen = RunOptions(**fields, env=passed_variables(pass_env, with_credentials, os.environ))
     if chosen.log_dir is not None:
         check_log_dir(chosen.log_dir)
     return dataclasses.replace(chosen, progress=progress or writer(chosen.err or sys.stderr))

@@ -4,7 +4,9 @@ One parser for local runs and for SageMaker's CloudWatch streams
 (:class:`LineAssembler`, :class:`FailureScan`). Open MPI 4
 (SageMaker's containers) writes ``[1,3]<stdout>:text``; Open MPI 5 writes
 ``[1,3]<stdout>: text``. Both are accepted; the text is returned without the
-one separating space Open MPI 5 adds.
+one separating space Open MPI 5 adds. SageMaker's log since toolkit 4.0.0
+(and smmpi's local output) has the toolkit's rewritten tags,
+``[1,mpirank:3,algo-2]<stdout>:text``, which name the rank's host too.
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ class Tagged:
     rank: int
     stream: str  # "stdout" | "stderr" | "stddiag"
     text: str
+    host: str | None = None  # the tag's host (``[1,mpirank:R,algo-K]``), if it names one
 
 
-_ANY_TAG_RE = re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?P<stream>stdout|stderr|stddiag)>:")
+_ANY_TAG_RE = re.compile(
+    r"\[(?P<job>\d+),(?:mpirank:)?(?P<rank>\d+)(?:,(?P<host>[\w.-]+))?\]"
+    r"<(?P<stream>stdout|stderr|stddiag)>:"
+)
 
 
 def is_tagged(line: str) -> bool:
@@ -55,7 +61,7 @@ def split_tags(line: str) -> list[Tagged]:
         end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
         text = line[m.end() : end]
         text = text[1:] if text.startswith(" ") else text
-        pieces.append(Tagged(int(m["rank"]), m["stream"], text))
+        pieces.append(Tagged(int(m["rank"]), m["stream"], text, m["host"]))
     return pieces
 
 
@@ -71,6 +77,7 @@ class LineAssembler:
 
     def __init__(self) -> None:
         self._pending: dict[tuple[int, str], str] = {}
+        self._hosts: dict[int, str | None] = {}
 
     def feed(self, line: str) -> list[Tagged]:
         """Complete lines this physical line finishes ([] for untagged lines)."""
@@ -79,15 +86,19 @@ class LineAssembler:
         for i, piece in enumerate(pieces):
             key = (piece.rank, piece.stream)
             text = self._pending.pop(key, "") + piece.text
+            self._hosts[piece.rank] = piece.host or self._hosts.get(piece.rank)
             if i == len(pieces) - 1:
-                done.append(Tagged(piece.rank, piece.stream, text))
+                done.append(Tagged(piece.rank, piece.stream, text, self._hosts[piece.rank]))
             else:
                 self._pending[key] = text
         return done
 
     def flush(self) -> list[Tagged]:
         """Text still waiting for its newline (a rank that ended mid-line)."""
-        rest = [Tagged(rank, stream, text) for (rank, stream), text in self._pending.items()]
+        rest = [
+            Tagged(rank, stream, text, self._hosts.get(rank))
+            for (rank, stream), text in self._pending.items()
+        ]
         self._pending.clear()
         return rest
 
@@ -101,6 +112,7 @@ class FailureScan:
     aborted_rank: int | None = None
     abort_code: int | None = None
     signalled: dict[int, int] = field(default_factory=dict)
+    hosts: dict[int, str] = field(default_factory=dict)  # rank -> host, when tags name it
     _in_traceback: dict[int, bool] = field(default_factory=dict)
 
     _lines: LineAssembler = field(default_factory=LineAssembler, repr=False)
@@ -128,6 +140,8 @@ class FailureScan:
 
     def feed_tagged(self, tagged: Tagged) -> None:
         """One whole line a rank wrote (as :class:`LineAssembler` rebuilds them)."""
+        if tagged.host:
+            self.hosts.setdefault(tagged.rank, tagged.host)
         self.feed_untagged(tagged.text)  # Open MPI 5 tags its abort notice with the rank
         if tagged.stream == "stdout":
             return

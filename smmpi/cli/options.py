@@ -80,3 +80,22 @@ def shape_options(instances_help: str, ppn_help: str, required: bool) -> Callabl
             **(defaults or {"default": 2, "show_default": True}),
         ),
     )
+
+
+def pass_env_options() -> Callable[[F], F]:
+    """``--pass-env NAME`` and ``--with-credentials``: what of this shell reaches local ranks."""
+    return _group(
+        click.option(
+            "--pass-env",
+            "pass_env",
+            multiple=True,
+            metavar="NAME",
+            help="Pass this shell's NAME to every local rank (they get nothing else of it).",
+        ),
+        click.option(
+            "--with-credentials",
+            is_flag=True,
+            help="Pass this shell's AWS credentials to the local ranks "
+            "(on SageMaker they get the execution role's).",
+        ),
+    )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
-from smmpi.cli.options import local_run_options, shape_options
+from smmpi.cli.options import local_run_options, pass_env_options, shape_options
 
 
 @click.command("run", context_settings={"ignore_unknown_options": False})
@@ -37,6 +38,7 @@ from smmpi.cli.options import local_run_options, shape_options
     help="Run a submitted training job's request and uploaded code here instead.",
 )
 @click.option("--region", default=None, help="AWS region of --from-job's job.")
+@pass_env_options()
 def run_cmd(
     entry: str | None,
     args: tuple[str, ...],
@@ -49,6 +51,8 @@ def run_cmd(
     keep: bool,
     from_job: str | None,
     region: str | None,
+    pass_env: tuple[str, ...],
+    with_credentials: bool,
 ) -> None:
     """Run ENTRY here as N emulated SageMaker instances x n processes (local mpirun).
 
@@ -66,7 +70,8 @@ def run_cmd(
     if from_job is not None:
         if entry is not None or args:
             raise BadInput("ENTRY", entry or " ".join(args), "nothing with --from-job")
-        sys.exit(_from_job(from_job, region, timeout, log_dir, install_requirements))
+        passed = {"pass_env": list(pass_env), "with_credentials": with_credentials}
+        sys.exit(_from_job(from_job, region, timeout, log_dir, install_requirements, passed))
     if entry is None:
         raise BadInput("ENTRY", "", "a packaged entry point name or a path to a .py file")
     result = api.run_entry(
@@ -78,6 +83,8 @@ def run_cmd(
         timeout=timeout,
         log_dir=log_dir,
         keep=keep,
+        pass_env=list(pass_env),
+        with_credentials=with_credentials,
     )
     sys.exit(result.exit_code)
 
@@ -88,6 +95,7 @@ def _from_job(
     timeout: float | None,
     log_dir: str | None,
     install_requirements: bool,
+    passed: dict[str, Any],
 ) -> int:
     """Run a submitted job's request and uploaded code here; returns the exit code."""
     from smmpi import api
@@ -98,5 +106,6 @@ def _from_job(
         timeout=timeout,
         log_dir=log_dir,
         install_requirements=install_requirements,
+        **passed,
     )
     return job.exit_code

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from smmpi.cli.options import local_run_options, shape_options
+from smmpi.cli.options import local_run_options, pass_env_options, shape_options
 from smmpi.errors import BadInput
 
 if TYPE_CHECKING:
@@ -142,6 +142,7 @@ def _echo_err(line: str) -> None:
     "With --local: one log file per rank here [the local job's logs/].",
     "With --local: pip-install the code's requirements.txt into the local job's folder.",
 )
+@pass_env_options()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 def submit_cmd(
     entry: str,
@@ -154,6 +155,8 @@ def submit_cmd(
     install_requirements: bool,
     as_json: bool,
     create_bucket: bool,
+    pass_env: tuple[str, ...],
+    with_credentials: bool,
     **fields: Any,
 ) -> None:
     """Submit ENTRY to SageMaker as N instances x n MPI processes.
@@ -170,9 +173,13 @@ def submit_cmd(
     _check_modes(dry_run, local, wait, stop_on_interrupt, timeout, log_dir, install_requirements)
     if create_bucket and (dry_run or local):
         raise BadInput("--create-bucket", True, "only when submitting (not with --dry-run/--local)")
+    if (pass_env or with_credentials) and not local:
+        flag = "--pass-env" if pass_env else "--with-credentials"
+        raise BadInput(flag, " ".join(pass_env) or True, "only with --local")
     job = _job(entry, fields)
     if local:
-        _run_here(job, timeout, log_dir, install_requirements, as_json)
+        passed = {"pass_env": list(pass_env), "with_credentials": with_credentials}
+        _run_here(job, timeout, log_dir, install_requirements, as_json, passed)
     elif dry_run:
         _dry_run(job, as_json)
     else:
@@ -219,7 +226,12 @@ def _job(entry: str, fields: dict[str, Any]) -> MPIJob:
 
 
 def _run_here(
-    job: MPIJob, timeout: float | None, log_dir: str | None, install: bool, as_json: bool
+    job: MPIJob,
+    timeout: float | None,
+    log_dir: str | None,
+    install: bool,
+    as_json: bool,
+    passed: dict[str, Any],
 ) -> None:
     from smmpi import api
 
@@ -229,6 +241,7 @@ def _run_here(
         log_dir=log_dir,
         out=sys.stderr if as_json else None,
         install_requirements=install,
+        **passed,
     )
     if as_json:
         click.echo(json.dumps(local_job.record, indent=2, default=str))

@@ -145,7 +145,12 @@ class JobLog:
 
 
 def _tagged(host: str, t: Tagged) -> LogLine:
-    return LogLine(host, t.rank, t.stream, t.text)
+    """A rank's line; its host is the tag's (``[1,mpirank:R,algo-K]``), else the stream's.
+
+    Every rank's output reaches algo-1's stream (mpirun runs there), so only
+    the toolkit's tag says where a rank ran.
+    """
+    return LogLine(t.host or host, t.rank, t.stream, t.text)
 
 
 def failure_summary(st: JobStatus, scan: FailureScan) -> list[str]:
@@ -157,7 +162,8 @@ def failure_summary(st: JobStatus, scan: FailureScan) -> list[str]:
     out: list[str] = []
     rank = scan.failed_rank()
     if rank is not None:
-        out.append(f"rank {rank} failed: {scan.reason(rank)}")
+        where = f" ({scan.hosts[rank]})" if rank in scan.hosts else ""
+        out.append(f"rank {rank}{where} failed: {scan.reason(rank)}")
     if st.status == "Failed" and st.failure_reason:
         out.append(f"{st.name} Failed: {st.failure_reason.strip().splitlines()[0]}")
     return out

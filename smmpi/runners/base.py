@@ -8,8 +8,8 @@ caller (:mod:`smmpi.api`, the CLI) decides where those lines go.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
@@ -46,6 +46,7 @@ class RunOptions:
     err: IO[str] | None = None  # the ranks' stderr (this process's by default)
     install_requirements: bool = False
     progress: Progress = silent
+    env: Mapping[str, str] = field(default_factory=dict)  # this shell's variables for the ranks
 
 
 class Outcome(Protocol):

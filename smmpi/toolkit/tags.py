@@ -31,5 +31,5 @@ def rewrite(line: str, ppn: int) -> str:
 
 
 def container_tag(rank: int, stream: str, ppn: int) -> str:
-    """The tag of one rank's line in SageMaker's log."""
-    return f"[1,mpirank:{rank},algo-{rank // ppn + 1}]<{stream}>:"
+    """The tag of one rank's line in SageMaker's log (``stddiag`` keeps mpirun's own tag)."""
+    return rewrite(f"[1,{rank}]<{stream}>:", ppn)

@@ -90,3 +90,54 @@ def test_every_rank_sees_what_the_toolkit_gives_its_host(
             f"rank {rank} ({host}) {name}: reached the rank from the shell" for name in leaked
         ]
     assert not problems, "\n".join(problems)
+
+
+ECHO = """\
+import json, os
+from mpi4py import MPI
+
+if MPI.COMM_WORLD.Get_rank() == 1:
+    names = ("USER_SHELL_ONLY_MARKER", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+    print("SEEN " + json.dumps({n: os.environ.get(n) for n in names}))
+"""
+
+
+def test_credentials_and_variables_reach_ranks_only_when_asked(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    script = tmp_path / "echo.py"
+    script.write_text(ECHO, encoding="utf-8")
+    run_env = {**env, **SHELL_SECRETS}
+
+    def seen(*flags: str) -> tuple[dict[str, Any], str]:
+        done = smmpi(["run", str(script), "-N", "2", "-n", "1", *flags], run_env)
+        assert done.returncode == 0, done.stderr
+        line = next(ln for ln in done.stdout.splitlines() if "SEEN " in ln)
+        return json.loads(line.split("SEEN ", 1)[1]), done.stderr
+
+    values, err = seen()
+    assert values == dict.fromkeys(values)
+    assert "AWS" not in err
+    values, err = seen("--pass-env", "USER_SHELL_ONLY_MARKER")
+    assert values["USER_SHELL_ONLY_MARKER"] == "from-the-users-shell"
+    assert values["AWS_SECRET_ACCESS_KEY"] is None
+    values, err = seen("--with-credentials")
+    assert values["AWS_SECRET_ACCESS_KEY"] == "secret-leaked-from-shell"
+    assert values["AWS_SESSION_TOKEN"] == "token-leaked-from-shell"
+    assert "whose rights smmpi does not know" in err
+    assert "secret-leaked-from-shell" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["run", "demo", "--pass-env", "SMMPI_NOT_SET_ANYWHERE"], "pass-env"),
+        (["run", "demo", "--pass-env", "BAD-NAME"], "pass-env"),
+        (["submit", "demo", "-N", "1", "-n", "1", "--dry-run", "--pass-env", "HOME"], "--pass-env"),
+        (["submit", "demo", "-N", "1", "-n", "1", "--with-credentials"], "--with-credentials"),
+    ],
+)
+def test_bad_pass_env_is_refused(args: list[str], field: str, env: dict[str, str]) -> None:
+    done = smmpi(args, env)
+    assert done.returncode == 2, done.stderr
+    assert field in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -207,6 +207,7 @@ def run_request(
         out=options.out,
         err=options.err,
         extra_paths=extra_paths,
+        extra_env=dict(options.env),
         progress=say,
     )
     _conclude(record, folder, shape, result, start)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from smmpi.errors import BadInput
 from smmpi.toolkit.container import rank_env
 from smmpi.toolkit.environment import hyperparameters_json as hyperparameters_json_of
 from smmpi.toolkit.environment import input_data_config, resource_config
@@ -108,3 +110,44 @@ def rank_variables(
     env["PYTHONPATH"] = os.pathsep.join([str(site_dir(run_dir)), env["PYTHONPATH"], *extra_paths])
     env.update(SMMPI_LOCAL="1", SMMPI_STACK_DIR=str(stack_dir(run_dir)))
     return env
+
+
+#: What ``--with-credentials`` passes: this shell's AWS identity and where to find it.
+CREDENTIALS = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT_URL",
+)
+
+
+def passed_variables(
+    names: Sequence[str], with_credentials: bool, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The variables of this shell the user asked to pass to the ranks (``--pass-env NAME``)."""
+    out: dict[str, str] = {}
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise BadInput("pass-env", name, "a variable name (letters, digits, _)")
+        if name not in environ:
+            raise BadInput("pass-env", name, "a variable set in this shell")
+        out[name] = environ[name]
+    if with_credentials:
+        out.update({k: environ[k] for k in CREDENTIALS if k in environ})
+    return out
+
+
+def credentials_note(passed: Mapping[str, str]) -> str | None:
+    """The line a run prints when it gives the ranks this shell's AWS identity."""
+    names = [k for k in passed if k.startswith("AWS_")]
+    if not names:
+        return None
+    return (
+        f"smmpi: the ranks get this shell's AWS settings ({', '.join(names)}); on SageMaker they "
+        "get the execution role's credentials, whose rights smmpi does not know"
+    )

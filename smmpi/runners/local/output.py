@@ -11,6 +11,7 @@ from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged, prin
 from smmpi.runners.base import Progress
 from smmpi.toolkit.hosts import host_of_rank
 from smmpi.toolkit.shape import JobShape
+from smmpi.toolkit.tags import container_tag
 
 
 def _raw_log(path: Path) -> IO[str]:
@@ -30,7 +31,8 @@ class Output:
     its words to another rank's line or log file.
     """
 
-    def __init__(self, world_size: int, log_dir: Path | None) -> None:
+    def __init__(self, world_size: int, log_dir: Path | None, ppn: int = 1) -> None:
+        self.ppn = ppn  # the toolkit's tag names algo-(rank // ppn + 1)
         self.scan = FailureScan()
         self.lock = threading.Lock()
         self.files: dict[int, IO[str]] = {}
@@ -43,7 +45,9 @@ class Output:
 
     def _emit(self, tagged: Tagged, echo: IO[str]) -> None:
         self.scan.feed_tagged(tagged)
-        echo.write(printable(f"[1,{tagged.rank}]<{tagged.stream}>:{tagged.text}") + "\n")
+        echo.write(
+            printable(f"{container_tag(tagged.rank, tagged.stream, self.ppn)}{tagged.text}") + "\n"
+        )
         f = self.files.get(tagged.rank)
         if f is not None:
             f.write(tagged.text + "\n")

@@ -82,6 +82,7 @@ def _run_in(program: Program, shape: JobShape, run_dir: Path, options: RunOption
         log_dir=Path(options.log_dir) if options.log_dir else None,
         out=options.out,
         err=options.err,
+        extra_env=dict(options.env),
         progress=options.progress,
         stdin_closed=False,
         remove_on_death=not options.keep,

@@ -21,7 +21,7 @@ def test_output_pump_keeps_interleaved_partial_lines_with_their_rank(tmp_path: P
         "[1,1]<stdout>:I received some data: [1,1]<stdout>:[0 1 2]\n"
         "--------------------------------------------------------------------------\n"
     )
-    output = Output(4, tmp_path)
+    output = Output(4, tmp_path, ppn=2)
     echo = io.StringIO()
     output.pump(io.BytesIO(seed.encode()), echo)
     output.close()
@@ -29,5 +29,6 @@ def test_output_pump_keeps_interleaved_partial_lines_with_their_rank(tmp_path: P
     assert (tmp_path / "rank-3.log").read_text() == "Data at rank 3 [0 1 2]\n"
     assert (tmp_path / "rank-1.log").read_text() == "I received some data: [0 1 2]\n"
     assert (tmp_path / "rank-0.log").read_text() == ""
-    assert "[1,3]<stdout>:Data at rank 3 [0 1 2]" in echo.getvalue()
+    # echoed with the toolkit's tags, as SageMaker's log shows them
+    assert "[1,mpirank:3,algo-2]<stdout>:Data at rank 3 [0 1 2]" in echo.getvalue()
     assert (tmp_path / "mpirun.log").read_text().startswith("-----")

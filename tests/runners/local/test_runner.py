@@ -42,8 +42,10 @@ def test_seed_entry_points(
     size = instances * ppn
     lines = r.stdout.splitlines()
     # Every printed line is tagged as in SageMaker's log, and only rank 0 prints the summary.
-    assert lines and all(line.startswith("[1,0]<stdout>:") for line in lines), r.stdout
-    text = "\n".join(line.split(":", 1)[1] for line in lines)
+    assert lines and all(line.startswith("[1,mpirank:0,algo-1]<stdout>:") for line in lines), (
+        r.stdout
+    )
+    text = "\n".join(line.split(">:", 1)[1] for line in lines)
     for rank in range(size):
         host = f"algo-{rank // ppn + 1}"
         assert f"rank {rank} ({host}):" in text
@@ -160,7 +162,7 @@ def test_log_dir_has_one_file_per_rank(run_env: dict[str, str], tmp_path: Path) 
         text = (logs / f"rank-{rank}.log").read_text()
         assert f"hello from {rank}" in text and f"note from {rank}" in text
         assert "[1," not in text
-    assert "[1,2]<stdout>:hello from 2" in r.stdout
+    assert "[1,mpirank:2,algo-2]<stdout>:hello from 2" in r.stdout
 
 
 @pytest.mark.parametrize(
