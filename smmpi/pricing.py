@@ -16,6 +16,10 @@ from typing import Any
 from smmpi.errors import BadInput
 
 DEFAULT_REGION = "us-east-1"
+#: Billed on every instance after the program ends: sagemaker-training 5.x's MasterRunner.run
+#: sleeps 30 s after mpirun; each WorkerRunner.run sleeps 30 s once its orted exits, then
+#: polls for algo-1's status file every 30 s.
+TEARDOWN_S = 30
 
 
 @lru_cache(maxsize=1)
@@ -75,6 +79,8 @@ def estimate(
         "label": str(data["label"]),
         "source": str(data["source"]),
         "note": note,
+        "teardown_s_per_instance": TEARDOWN_S,
+        "teardown_cost": None if hourly is None else round(hourly * TEARDOWN_S / 3600.0, 4),
     }
 
 
@@ -88,3 +94,14 @@ def describe(est: dict[str, Any]) -> str:
         f"~${est['price_per_hour']:.2f}/h; at most ~${est['max_cost']:.2f} "
         f"if it runs the full max run of {est['max_run_s']:.0f} s"
     )
+
+
+def teardown_line(est: dict[str, Any]) -> str:
+    """The toolkit's teardown, which every job pays whatever its program does."""
+    text = (
+        f"teardown: >= {est['teardown_s_per_instance']} s per instance after your program ends "
+        "(the container toolkit's waits)"
+    )
+    if est.get("teardown_cost") is not None:
+        text += f", at least ~${est['teardown_cost']:.4f} for {est['count']} instance(s)"
+    return text

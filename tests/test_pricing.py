@@ -101,3 +101,16 @@ def test_describe_is_one_labelled_line() -> None:
         f"in us-west-2: ~${est['price_per_hour']:.2f}/h; at most "
         f"~${est['max_cost']:.2f} if it runs the full max run of 86400 s"
     )
+
+
+def test_teardown_is_counted_per_instance() -> None:
+    """The toolkit sleeps 30 s on every instance after the program ends (MasterRunner.run,
+    WorkerRunner.run); the estimate says so on its own line, with what it costs."""
+    est = pricing.estimate("ml.c5.2xlarge", 3, 3600, "us-east-1")
+    assert est["teardown_s_per_instance"] == 30
+    assert est["teardown_cost"] == round(est["price_per_hour"] * 30 / 3600, 4)
+    line = pricing.teardown_line(est)
+    assert line.startswith("teardown: >= 30 s per instance after your program ends")
+    assert f"~${est['teardown_cost']:.4f} for 3 instance(s)" in line
+    unknown = pricing.estimate("ml.c5.2xlarge", 2, 60, "xx-nowhere-1")
+    assert pricing.teardown_line(unknown).endswith("(the container toolkit's waits)")

@@ -68,6 +68,7 @@ def cost_lines(est: dict[str, Any]) -> list[str]:
 
     text = pricing.describe(est)
     lines = [f"  cost         {text.removeprefix('cost: ').removeprefix('cost ')}"]
+    lines.append(f"  teardown     {pricing.teardown_line(est).removeprefix('teardown: ')}")
     if est.get("spot_note"):
         lines.append(f"  spot         {est['spot_note']}")
     return lines

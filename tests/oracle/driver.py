@@ -36,7 +36,8 @@ Only what cannot run here is replaced, and nothing it computes:
   ``/etc/environment`` is written to a buffer.
 
 ``watch`` entries go through ``process.watch`` (the toolkit's output tagger)
-as one stream, and come back as the lines it prints.
+as one stream, and come back as the lines it prints. ``sleeps`` lists the
+constant ``time.sleep`` calls of the MPI runners' teardown.
 """
 
 from __future__ import annotations
@@ -203,10 +204,37 @@ def _watch(ppn: int, text: str) -> list[str]:
     return buf.getvalue().splitlines()
 
 
-def _watch_all(items: list[dict[str, Any]]) -> list[list[str]]:
+def _sleeps() -> dict[str, list[Any]]:
+    """The constant ``time.sleep`` calls of the runners' teardown (seconds)."""
+    import ast
+    import inspect
+    import textwrap
+
+    from sagemaker_training import mpi
+
+    out = {}
+    for name, fn in (
+        ("master_run", mpi.MasterRunner.run),
+        ("worker_run", mpi.WorkerRunner.run),
+        ("worker_poll", mpi.WorkerRunner._wait_for_status_file),
+    ):
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        out[name] = [
+            node.args[0].value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and getattr(node.func, "attr", "") == "sleep"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ]
+    return out
+
+
+def _toolkit_facts(items: list[dict[str, Any]]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as base:
         os.environ["SAGEMAKER_BASE_DIR"] = base
-        return [_watch(int(item["ppn"]), str(item["text"])) for item in items]
+        watch = [_watch(int(item["ppn"]), str(item["text"])) for item in items]
+        return {"watch": watch, "sleeps": _sleeps()}
 
 
 def main() -> None:
@@ -228,8 +256,7 @@ def main() -> None:
         answer["cases"][case["id"]] = {
             host: _in_child(_run_host, case, host, root) for host, root in case["hosts"].items()
         }
-    if job.get("watch"):
-        answer["watch"] = _in_child(_watch_all, job["watch"])
+    answer.update(_in_child(_toolkit_facts, job.get("watch", [])))
     json.dump(answer, sys.stdout)
 
 

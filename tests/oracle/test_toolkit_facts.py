@@ -55,3 +55,14 @@ def test_tags_are_rewritten_with_rank_and_host(differential: dict[str, Any]) -> 
         "[1,mpirank:3,algo-2]<stderr>:oops",
         "[1,mpirank:5,algo-3]<stdout>:x [1,mpirank:2,algo-2]<stdout>:y",
     ]
+
+
+def test_teardown_sleeps_are_what_the_cost_estimate_counts(differential: dict[str, Any]) -> None:
+    """MasterRunner.run sleeps 30 s after mpirun; a worker 30 s after orted, then polls every
+    30 s: smmpi.pricing adds TEARDOWN_S per instance to every estimate."""
+    from smmpi.pricing import TEARDOWN_S
+
+    sleeps = differential["answer"]["sleeps"]
+    assert sorted(sleeps["master_run"]) == [1, TEARDOWN_S]  # 1: between status-file retries
+    assert sleeps["worker_run"] == [TEARDOWN_S]
+    assert sleeps["worker_poll"] == [TEARDOWN_S]
