@@ -27,7 +27,7 @@ from smmpi.runners.plan import plan as plan_job
 from smmpi.runners.sagemaker.submit import Submission
 from smmpi.runners.sagemaker.submit import submit as submit_job
 from smmpi.sdk.estimator import build
-from smmpi.spec import MPIJob
+from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
 from smmpi.spec.limits import check_log_dir
 from smmpi.toolkit.shape import shape_from_program
 
@@ -99,10 +99,13 @@ def run_entry(
     ppn: object = 2,
     args: Sequence[str] = (),
     source_dir: str | None = None,
+    instance_type: str | None = None,
     **local_options: Any,
 ) -> RunResult:
     """``smmpi run``: a packaged entry point or a script on N emulated hosts x n processes."""
     program = resolve(entry, source_dir)
-    shape = shape_from_program(program, instances, ppn, args)
+    shape = shape_from_program(
+        program, instances, ppn, args, instance_type or DEFAULT_INSTANCE_TYPE
+    )
     local_options.setdefault("keep", False)
     return run_program(program, shape, options(**local_options))

@@ -38,6 +38,11 @@ from smmpi.cli.options import local_run_options, pass_env_options, shape_options
     help="Run a submitted training job's request and uploaded code here instead.",
 )
 @click.option("--region", default=None, help="AWS region of --from-job's job.")
+@click.option(
+    "--instance-type",
+    default=None,
+    help="Instance type the ranks' SM_NUM_CPUS/SM_NUM_GPUS and image describe [ml.c5.2xlarge].",
+)
 @pass_env_options()
 def run_cmd(
     entry: str | None,
@@ -51,6 +56,7 @@ def run_cmd(
     keep: bool,
     from_job: str | None,
     region: str | None,
+    instance_type: str | None,
     pass_env: tuple[str, ...],
     with_credentials: bool,
 ) -> None:
@@ -70,6 +76,8 @@ def run_cmd(
     if from_job is not None:
         if entry is not None or args:
             raise BadInput("ENTRY", entry or " ".join(args), "nothing with --from-job")
+        if instance_type is not None:
+            raise BadInput("--instance-type", instance_type, "nothing with --from-job (its own)")
         passed = {"pass_env": list(pass_env), "with_credentials": with_credentials}
         sys.exit(_from_job(from_job, region, timeout, log_dir, install_requirements, passed))
     if entry is None:
@@ -83,6 +91,7 @@ def run_cmd(
         timeout=timeout,
         log_dir=log_dir,
         keep=keep,
+        instance_type=instance_type,
         pass_env=list(pass_env),
         with_credentials=with_credentials,
     )

@@ -81,7 +81,11 @@ def program(request: Mapping[str, Any]) -> str:
 
 def program_args(request: Mapping[str, Any]) -> list[str]:
     """Arguments after the script: ``--key value`` for each user hyperparameter, sorted by key."""
-    hps = user_hyperparameters(request)
+    return hyperparameter_args(user_hyperparameters(request))
+
+
+def hyperparameter_args(hps: dict[str, Any]) -> list[str]:
+    """The toolkit's ``mapping.to_cmd_args`` of the user hyperparameters."""
     args: list[str] = []
     for key in sorted(hps):
         args.append(f"--{key}" if len(key) > 1 else f"-{key}")

@@ -7,17 +7,20 @@ of local mode (``smmpi run`` and ``submit --local``) go through :class:`JobShape
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from smmpi.aws.facts import vcpus
+from smmpi.aws.facts import INSTANCE_TYPE_RE, known_instance_types, vcpus
 from smmpi.catalog import Program
 from smmpi.errors import BadInput
 from smmpi.spec.checks import positive_int
+from smmpi.spec.job import DEFAULT_INSTANCE_TYPE
+from smmpi.spec.versions import DEFAULT_FRAMEWORK, DEFAULT_VERSIONS
 from smmpi.toolkit import request as rq
 from smmpi.toolkit.hosts import HostDirs, host_name, on_host
-from smmpi.toolkit.images import image_env
+from smmpi.toolkit.images import image_env, num_gpus
 
 
 @dataclass(frozen=True)
@@ -108,14 +111,49 @@ def shape_from_request(request: Mapping[str, Any]) -> JobShape:
     )
 
 
+def check_instance_type(value: object) -> str:
+    """A SageMaker training instance type, as MPIJob checks it (``smmpi run --instance-type``)."""
+    if not isinstance(value, str) or not INSTANCE_TYPE_RE.match(value):
+        raise BadInput(
+            "instance_type", value, "a SageMaker training instance type, e.g. ml.c5.2xlarge"
+        )
+    known = known_instance_types()
+    if known is not None and value not in known:
+        close = difflib.get_close_matches(value, sorted(known), n=3)
+        hint = f" (closest: {', '.join(close)})" if close else ""
+        raise BadInput("instance_type", value, "a SageMaker training instance type" + hint)
+    return value
+
+
 def shape_from_program(
-    program: Program, instances: object, ppn: object, args: Sequence[str] = ()
+    program: Program,
+    instances: object,
+    ppn: object,
+    args: Sequence[str] = (),
+    instance_type: str = DEFAULT_INSTANCE_TYPE,
 ) -> JobShape:
-    """``smmpi run``'s job: a program on N hosts x n processes, checked as MPIJob checks them."""
+    """``smmpi run``'s job: what the default estimator would ask for, without a request.
+
+    The program's framework (TensorFlow unless it is a PyTorch entry point) gives
+    the image, and with it the image's variables; TensorFlow's estimator adds the
+    ``model_dir`` hyperparameter (``--model_dir /opt/ml/model``), as on SageMaker.
+    ``args`` follow the hyperparameters' arguments.
+    """
+    instance_type = check_instance_type(instance_type)
+    framework = program.framework_hint or DEFAULT_FRAMEWORK
+    version, py = DEFAULT_VERSIONS[framework]
+    device = "gpu" if num_gpus(instance_type) else "cpu"
+    hps = {"model_dir": "/opt/ml/model"} if framework == "tensorflow" else {}
+    image = f"{framework}-training:{version}-{device}-{py}"
     return JobShape(
         job_name=f"smmpi-run-{program.name}".replace("_", "-")[:63],
         script=program.script,
         instances=positive_int("instances", instances),
         ppn=positive_int("ppn", ppn),
-        user_args=list(args),
+        hyperparameters=hps,
+        user_args=[*rq.hyperparameter_args(hps), *args],
+        instance_type=instance_type,
+        num_cpus=vcpus(instance_type) or 0,
+        framework_module=image_env(image).get("SAGEMAKER_TRAINING_MODULE"),
+        image=image,
     )

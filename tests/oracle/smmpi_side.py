@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from smmpi.catalog import resolve
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.plan import plan as build_plan
 from smmpi.spec import MPIJob
@@ -14,7 +15,7 @@ from smmpi.toolkit.container import rank_env as container_rank_env
 from smmpi.toolkit.container import start_env
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.images import num_gpus, torch_version
-from smmpi.toolkit.shape import JobShape, shape_from_request
+from smmpi.toolkit.shape import JobShape, shape_from_program, shape_from_request
 
 
 def plan(job: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -42,13 +43,16 @@ def shape(request: dict[str, Any], source: Path | None = None) -> JobShape:
 
 
 def container_start(request: dict[str, Any]) -> dict[str, Any]:
+    return container_start_of(shape_from_request(request))
+
+
+def container_start_of(sh: JobShape) -> dict[str, Any]:
     """The container's environment and hardware when the toolkit starts, from smmpi's model.
 
     The same inputs go to both sides: the image's ENV and SageMaker's variables
     (smmpi.toolkit.container.start_env), the instance's GPUs and vCPUs, the
     image's torch version. The toolkit then computes everything else.
     """
-    sh = shape_from_request(request)
     return {
         "env": {"PATH": "/usr/local/bin:/usr/bin:/bin", **start_env(sh)},
         "num_gpus": num_gpus(sh.instance_type),
@@ -60,3 +64,8 @@ def container_start(request: dict[str, Any]) -> dict[str, Any]:
 def rank_env(request: dict[str, Any], root: str, host: str, source: Path | None) -> dict[str, str]:
     """smmpi's model of a rank's environment on ``host`` whose tree is ``root``."""
     return container_rank_env(shape(request, source), HostDirs(Path(root)), host)
+
+
+def run_shape(script: Path, instances: int, ppn: int, instance_type: str) -> JobShape:
+    """The job ``smmpi run SCRIPT`` builds (no request: the default estimator's view)."""
+    return shape_from_program(resolve(str(script)), instances, ppn, (), instance_type)

@@ -57,27 +57,18 @@ def _run(framework: str, tmp_path: Path, env: dict[str, str]) -> dict[str, Any]:
     return {"record": record, "ranks": ranks, "stderr": done.stderr}
 
 
-@pytest.mark.parametrize("framework", ["tensorflow", "pytorch"])
-def test_every_rank_sees_what_the_toolkit_gives_its_host(
-    framework: str, tmp_path: Path, env: dict[str, str]
-) -> None:
-    run = _run(framework, tmp_path, env)
-    record = run["record"]
-    hosts_dir = Path(record["LocalHostsDir"])
-    roots = {h.name: str(h / "opt" / "ml") for h in sorted(hosts_dir.glob("algo-*"))}
-    request = {k: record[k] for k in ("HyperParameters", "AlgorithmSpecification")}
-    request |= {k: record[k] for k in ("ResourceConfig", "Environment", "TrainingJobName")}
-    case = {"id": "local", "hosts": roots, **smmpi_side.container_start(request)}
-    answer = ask([case])["cases"]["local"]
+def _compare(
+    ranks: dict[int, dict[str, str]], roots: dict[str, str], start: dict[str, Any], ppn: int
+) -> list[str]:
+    """Each rank's environment against the toolkit's for its host, run on the same trees."""
+    answer = ask([{"id": "local", "hosts": roots, **start}])["cases"]["local"]
     expected = rank_envs(answer)
-    subs = Substitutions(
-        roots=list(roots.values()),
-        pythons=[answer["algo-1"]["command"][answer["algo-1"]["command"].index("-m") - 1]],
-    )
-    assert sorted(run["ranks"]) == list(range(6))
+    command = answer["algo-1"]["command"]
+    subs = Substitutions(roots=list(roots.values()), pythons=[command[command.index("-m") - 1]])
+    assert sorted(ranks) == list(range(len(roots) * ppn))
     problems = []
-    for rank, seen in sorted(run["ranks"].items()):
-        host = f"algo-{rank // 2 + 1}"
+    for rank, seen in sorted(ranks.items()):
+        host = f"algo-{rank // ppn + 1}"
         ours = {
             k: v
             for k, v in seen.items()
@@ -89,7 +80,51 @@ def test_every_rank_sees_what_the_toolkit_gives_its_host(
         problems += [
             f"rank {rank} ({host}) {name}: reached the rank from the shell" for name in leaked
         ]
+    return problems
+
+
+@pytest.mark.parametrize("framework", ["tensorflow", "pytorch"])
+def test_every_rank_sees_what_the_toolkit_gives_its_host(
+    framework: str, tmp_path: Path, env: dict[str, str]
+) -> None:
+    run = _run(framework, tmp_path, env)
+    record = run["record"]
+    hosts_dir = Path(record["LocalHostsDir"])
+    roots = {h.name: str(h / "opt" / "ml") for h in sorted(hosts_dir.glob("algo-*"))}
+    request = {k: record[k] for k in ("HyperParameters", "AlgorithmSpecification")}
+    request |= {k: record[k] for k in ("ResourceConfig", "Environment", "TrainingJobName")}
+    problems = _compare(run["ranks"], roots, smmpi_side.container_start(request), 2)
     assert not problems, "\n".join(problems)
+
+
+def test_smmpi_run_gives_ranks_what_a_request_would(tmp_path: Path, env: dict[str, str]) -> None:
+    """`smmpi run` (no request) writes a request's config files: the toolkit, run on its kept
+    trees, finds MPI, the processes per host and ``--model_dir``, and gives each host what the
+    ranks saw; ``--instance-type`` sets the instance the ranks see."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "dump.py").write_text(DUMP, encoding="utf-8")
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    run_env = {**env, **SHELL_SECRETS, "DUMP_DIR": str(dumps)}
+    args = ["run", str(src / "dump.py"), "--source-dir", str(src), "-N", "2", "-n", "2"]
+    args += ["--instance-type", "ml.p3.8xlarge", "--keep", "--pass-env", "DUMP_DIR"]
+    done = smmpi(args, run_env)
+    assert done.returncode == 0, done.stderr
+    kept = Path(done.stderr.split("host trees kept under ", 1)[1].split()[0])
+    roots = {h.name: str(h / "opt" / "ml") for h in sorted(kept.glob("algo-*"))}
+    start = smmpi_side.container_start_of(
+        smmpi_side.run_shape(src / "dump.py", 2, 2, "ml.p3.8xlarge")
+    )
+    start["env"]["DUMP_DIR"] = str(dumps)
+    ranks = {int(p.stem.split("-")[1]): json.loads(p.read_text()) for p in dumps.glob("*.json")}
+    problems = _compare(ranks, roots, start, 2)
+    assert not problems, "\n".join(problems)
+    assert ranks[3]["SM_NUM_GPUS"] == "4"
+    answer = ask([{"id": "run", "hosts": roots, **start}])["cases"]["run"]
+    command = answer["algo-1"]["command"]
+    assert command[command.index("-np") + 1] == "4"
+    assert command[-3:] == ["dump.py", "--model_dir", "/opt/ml/model"]
 
 
 ECHO = """\

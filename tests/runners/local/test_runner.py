@@ -138,7 +138,8 @@ def test_hosts_ranks_and_sagemaker_env(run_env: dict[str, str], tmp_path: Path) 
         assert row["cwd"].endswith(f"/{row['host']}/opt/ml/code")
         assert row["model_dir"].endswith(f"/{row['host']}/opt/ml/model")
         assert row["out"].endswith(f"/{row['host']}/opt/ml/output/data")
-        assert row["user_args"] == ["--alpha", "1"]
+        # TensorFlow's estimator adds model_dir; the run's own arguments follow it
+        assert row["user_args"] == ["--model_dir", row["model_dir"], "--alpha", "1"]
         assert int(row["num_cpus"]) >= 1
         te = row["training_env"]
         assert te["current_host"] == "algo-1" and te["hosts"] == row["sm_hosts"]
