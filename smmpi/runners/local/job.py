@@ -22,7 +22,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,7 @@ from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.inputs import copy_channel
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
-from smmpi.runners.local.requirements import requirements
+from smmpi.runners.local.requirements import install_package, requirements
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.shape import JobShape, shape_from_request
@@ -193,6 +193,10 @@ def run_request(
     except BaseException:
         remove_folder(folder)  # the job never started: leave nothing stuck InProgress
         raise
+    code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
+    if (code / "setup.py").is_file():  # the toolkit installs it and runs -m NAME
+        extra_paths = [*install_package(code, folder, say), *extra_paths]
+        shape = replace(shape, package=True)
     _write_record(folder, record)
     say(
         f"smmpi: local job {name}: {shape.instances} emulated host(s) x {shape.ppn} "

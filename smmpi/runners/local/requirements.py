@@ -54,3 +54,26 @@ def requirements(code: Path, folder: Path, install: bool, progress: Progress) ->
         tail = (done.stderr.strip().splitlines() or ["pip failed"])[-1]
         raise SmmpiError(f"installing requirements.txt failed: {tail}")
     return [str(target)]
+
+
+def install_package(code: Path, folder: Path, progress: Progress) -> list[str]:
+    """A code dir with a ``setup.py``: installed into the job's own folder, as the container does.
+
+    The toolkit runs ``pip install .`` in the code dir, then the program as a
+    module (``-m NAME``). Here the package alone goes into ``<job>/site-packages``
+    (no dependencies, no download: ``--install-requirements`` installs those).
+    """
+    if not (code / "setup.py").is_file():
+        return []
+    target = folder / "site-packages"
+    progress(f"smmpi: setup.py: installing the code into {target}, as the container does")
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
+    done = subprocess.run(
+        [*pip, "--no-build-isolation", "--target", str(target), str(code)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["pip failed"])[-1]
+        raise SmmpiError(f"installing the code's setup.py failed: {tail}")
+    return [str(target)]
