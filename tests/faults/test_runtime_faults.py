@@ -202,7 +202,7 @@ def test_two_hundred_hosts_run(fault_env: dict[str, str], tmp_path: Path) -> Non
     """Every host's variables reach its rank without one huge mpirun argv."""
     prog = _program(
         tmp_path,
-        HEADER + "host = os.environ['SM_CURRENT_HOST']\n"
+        HEADER + "host = os.environ['CURRENT_HOST']\n"
         "hosts = MPI.COMM_WORLD.gather(host)\n"
         "if rank == 0:\n"
         "    assert hosts == [f'algo-{i + 1}' for i in range(200)], hosts\n"

@@ -151,3 +151,14 @@ def credentials_note(passed: Mapping[str, str]) -> str | None:
         f"smmpi: the ranks get this shell's AWS settings ({', '.join(names)}); on SageMaker they "
         "get the execution role's credentials, whose rights smmpi does not know"
     )
+
+
+def forwarding_note(shape: JobShape) -> str | None:
+    """The line a multi-host run prints: what ranks see differs by host as on SageMaker."""
+    if shape.instances < 2:
+        return None
+    span = "algo-2" if shape.instances == 2 else f"algo-2..{shape.hosts[-1]}"
+    return (
+        f"smmpi: as on SageMaker, ranks on {span} see algo-1's SM_* values "
+        "(SM_CURRENT_HOST=algo-1); CURRENT_HOST and resourceconfig.json name their own host"
+    )

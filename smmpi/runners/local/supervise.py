@@ -33,7 +33,12 @@ from smmpi.runners.base import Progress, silent
 from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.exits import Blame, Ends
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
-from smmpi.runners.local.layout import credentials_note, launch_env, stack_dir
+from smmpi.runners.local.layout import (
+    credentials_note,
+    forwarding_note,
+    launch_env,
+    stack_dir,
+)
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.output import Output, report_stacks
 from smmpi.toolkit.hosts import host_of_rank
@@ -257,9 +262,9 @@ def execute(
     check_timeout(timeout)
     launcher = preflight(python)
     stdin_closed = stdin_closed or stdin_is_empty()
-    note = credentials_note(extra_env or {})
-    if note:
-        progress(note)
+    for note in (forwarding_note(shape), credentials_note(extra_env or {})):
+        if note:
+            progress(note)
     argv = mpirun_argv(shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed)
     output = Output(shape.world_size, log_dir, shape.ppn)
     start = time.monotonic()

@@ -63,7 +63,8 @@ def test_golden_host_variables(host: str, tmp_path: Path, monkeypatch: pytest.Mo
     pairs = host_file(tmp_path, host).read_bytes().decode().split("\0")
     written = dict(pair.split("=", 1) for pair in pairs)
     check_golden(f"demo_3x2_tensorflow.host_env.{host}.json", _markers(written, tmp_path))
-    assert written["SM_CURRENT_HOST"] == host
+    # as in the container: algo-1's SM_* on every host (mpirun -x), the host's own CURRENT_HOST
+    assert (written["SM_CURRENT_HOST"], written["CURRENT_HOST"]) == ("algo-1", host)
 
 
 @pytest.mark.parametrize("host", ["algo-1", "algo-2"])
