@@ -190,13 +190,13 @@ def run_request(
     start = time.monotonic()
     try:
         record, extra_paths = _prepare(request, source, options, shape, folder, on_start)
+        code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
+        if (code / "setup.py").is_file():  # the toolkit installs it and runs -m NAME
+            extra_paths = [*install_package(code, folder, say), *extra_paths]
+            shape = replace(shape, package=True)
     except BaseException:
         remove_folder(folder)  # the job never started: leave nothing stuck InProgress
         raise
-    code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
-    if (code / "setup.py").is_file():  # the toolkit installs it and runs -m NAME
-        extra_paths = [*install_package(code, folder, say), *extra_paths]
-        shape = replace(shape, package=True)
     _write_record(folder, record)
     say(
         f"smmpi: local job {name}: {shape.instances} emulated host(s) x {shape.ppn} "
