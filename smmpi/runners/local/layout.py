@@ -31,7 +31,8 @@ def host_dirs(run_dir: Path, host: str) -> HostDirs:
 
 
 def stack_dir(run_dir: Path) -> Path:
-    """Where ranks record their pid and dump their stacks."""
+    """Where ranks record their pid, stack, top-level exception and end (``rank-R.*``), and
+    the run's reaper the stray processes it killed (``strays.json``)."""
     return run_dir / ".smmpi" / "stacks"
 
 
