@@ -70,7 +70,7 @@ def _export(spec: str) -> Row:
             original,
             (),
             "the container's gethostname shim; here each rank's host is its "
-            "app context's SM_CURRENT_HOST",
+            "app context's CURRENT_HOST",
         )
     if name.startswith("FI_") or name == "NCCL_PROTO":
         return Row(original, (), "EFA exists only on the instance")
