@@ -26,20 +26,6 @@ from smmpi.toolkit.request import (
 
 NETWORK_INTERFACE = "eth0"  # what SageMaker's resourceconfig.json names
 # sagemaker_training/__init__.py: instances whose mpirun gets EFA variables.
-EFA_NCCL_INSTANCES = frozenset(
-    {
-        "ml.g4dn.8xlarge",
-        "ml.g4dn.12xlarge",
-        "ml.g5.48xlarge",
-        "ml.p3dn.24xlarge",
-        "ml.p4d.24xlarge",
-        "ml.p4de.24xlarge",
-        "ml.p5.48xlarge",
-        "ml.p5e.48xlarge",
-        "ml.trn1.32xlarge",
-        "ml.p6e-gb200.36xlarge",
-    }
-)
 EFA_RDMA_INSTANCES = frozenset(
     {
         "ml.p4d.24xlarge",
@@ -49,6 +35,31 @@ EFA_RDMA_INSTANCES = frozenset(
         "ml.trn1.32xlarge",
         "ml.p6e-gb200.36xlarge",
     }
+)
+EFA_NCCL_INSTANCES = EFA_RDMA_INSTANCES | {
+    "ml.g4dn.8xlarge",
+    "ml.g4dn.12xlarge",
+    "ml.g5.48xlarge",
+    "ml.p3dn.24xlarge",
+}
+# MasterRunner's fixed process placement and transports (Open MPI 4 spelling).
+PLACEMENT_AND_TRANSPORT = (
+    "-bind-to",
+    "none",
+    "-map-by",
+    "slot",
+    "-mca",
+    "pml",
+    "ob1",
+    "-mca",
+    "btl",
+    "^openib",
+    "-mca",
+    "orte_abort_on_non_zero_status",
+    "1",
+    "-mca",
+    "btl_vader_single_copy_mechanism",
+    "none",
 )
 # environment.Environment.to_env_vars(): the SM_* variables, in the toolkit's order.
 # mpirun forwards each with -x, then PYTHONPATH (added by environment.write_env_vars).
@@ -146,69 +157,48 @@ def container_mpirun(request: Mapping[str, Any], package: bool = False) -> list[
     SageMaker does not put AWS credentials in the container environment, so the
     toolkit's ``-x AWS_*`` forwarding does not appear.
     """
-    host_list = hosts(request)
-    ppn = processes_per_host(request)
-    num = world_size(request)
-    iface = NETWORK_INTERFACE
     nccl_debug, extra = parse_custom_mpi_options(
         str(decode_hyperparameters(request).get(MPI_CUSTOM_OPTIONS) or "")
     )
-    instance_type = request["ResourceConfig"]["InstanceType"]
-    hosts_arg = host_list if ppn == 1 else [f"{h}:{ppn}" for h in host_list]
-    cmd = [
-        "mpirun",
-        "--host",
-        ",".join(hosts_arg),
-        "-np",
-        str(num),
-        "--allow-run-as-root",
-        "--display-map",
-        "--tag-output",
-        "-mca",
-        "btl_tcp_if_include",
-        iface,
-        "-mca",
-        "oob_tcp_if_include",
-        iface,
-        "-mca",
-        "plm_rsh_no_tree_spawn",
-        "1",
-        "-bind-to",
-        "none",
-        "-map-by",
-        "slot",
-        "-mca",
-        "pml",
-        "ob1",
-        "-mca",
-        "btl",
-        "^openib",
-        "-mca",
-        "orte_abort_on_non_zero_status",
-        "1",
-        "-mca",
-        "btl_vader_single_copy_mechanism",
-        "none",
-        "-x",
-        "NCCL_MIN_NRINGS=4",
-        "-x",
-        f"NCCL_SOCKET_IFNAME={iface}",
-        "-x",
-        f"NCCL_DEBUG={nccl_debug}",
-        "-x",
-        "LD_LIBRARY_PATH",
-        "-x",
-        "PATH",
-        "-x",
-        f"LD_PRELOAD={gethostname_library(request)}",
-    ]
-    cmd += extra
-    if instance_type in EFA_NCCL_INSTANCES:
-        cmd += ["-x", "FI_PROVIDER=efa", "-x", "NCCL_PROTO=simple"]
-    if instance_type in EFA_RDMA_INSTANCES:
-        cmd += ["-x", "FI_EFA_USE_DEVICE_RDMA=1"]
+    ppn = processes_per_host(request)
+    hosts_arg = [h if ppn == 1 else f"{h}:{ppn}" for h in hosts(request)]
+    cmd = ["mpirun", "--host", ",".join(hosts_arg), "-np", str(world_size(request))]
+    cmd += ["--allow-run-as-root", "--display-map", "--tag-output", *_interfaces()]
+    cmd += [*PLACEMENT_AND_TRANSPORT, *_exports(request, nccl_debug), *extra]
+    cmd += _efa(request["ResourceConfig"]["InstanceType"])
     for name in container_env_names(request, channels(request)):
         cmd += ["-x", name]
     cmd += [container_python(request), "-m", "mpi4py", *program_command(program(request), package)]
     cmd += program_args(request)
     return cmd
+
+
+def _interfaces() -> list[str]:
+    iface = NETWORK_INTERFACE
+    return [
+        *("-mca", "btl_tcp_if_include", iface),
+        *("-mca", "oob_tcp_if_include", iface),
+        *("-mca", "plm_rsh_no_tree_spawn", "1"),
+    ]
+
+
+def _exports(request: Mapping[str, Any], nccl_debug: str) -> list[str]:
+    """The variables MasterRunner always forwards, before the job's custom options."""
+    return [
+        *("-x", "NCCL_MIN_NRINGS=4"),
+        *("-x", f"NCCL_SOCKET_IFNAME={NETWORK_INTERFACE}"),
+        *("-x", f"NCCL_DEBUG={nccl_debug}"),
+        *("-x", "LD_LIBRARY_PATH"),
+        *("-x", "PATH"),
+        *("-x", f"LD_PRELOAD={gethostname_library(request)}"),
+    ]
+
+
+def _efa(instance_type: str) -> list[str]:
+    """EFA's variables on the instance types the toolkit lists."""
+    flags: list[str] = []
+    if instance_type in EFA_NCCL_INSTANCES:
+        flags += ["-x", "FI_PROVIDER=efa", "-x", "NCCL_PROTO=simple"]
+    if instance_type in EFA_RDMA_INSTANCES:
+        flags += ["-x", "FI_EFA_USE_DEVICE_RDMA=1"]
+    return flags
