@@ -109,7 +109,13 @@ class LogLine:
 
 
 class JobLog:
-    """A job's log across its hosts' streams, demuxed by rank with the local runs' parser."""
+    """A job's log across its hosts' streams, demuxed by rank with the local runs' parser.
+
+    With ``host``, only that host's lines: its stream's own lines, and the lines
+    of the ranks that ran on it. The toolkit's tags (``[1,mpirank:R,algo-K]``)
+    say where a rank ran although its output reaches algo-1's stream; without
+    them a rank's lines belong to the stream they are in.
+    """
 
     def __init__(self, logs: CloudWatchLogsClient, name: str, host: str | None = None) -> None:
         self.logs, self.name, self.host = logs, name, host
@@ -118,7 +124,7 @@ class JobLog:
         self.scan = FailureScan()
 
     def _discover(self) -> None:
-        for stream in log_streams(self.logs, self.name, self.host):
+        for stream in log_streams(self.logs, self.name):
             if stream not in self.readers:
                 self.readers[stream] = StreamReader(self.logs, stream)
                 self.assemblers[stream] = LineAssembler()
@@ -141,7 +147,7 @@ class JobLog:
                 for t in assembler.flush():
                     self.scan.feed_tagged(t)
                     out.append(_tagged(reader.host, t))
-        return out
+        return [line for line in out if self.host is None or line.host == self.host]
 
 
 def _tagged(host: str, t: Tagged) -> LogLine:

@@ -64,3 +64,21 @@ def test_logs_demux_a_rank_from_the_toolkits_format(
     assert "smmpi: rank 3 (algo-2) failed: ZeroDivisionError: division by zero" in done.stderr
     whole = run(["logs", JOB], cli_env(env, moto_server))
     assert "==> rank 5 (algo-3) <==" in whole.stdout.splitlines()
+
+
+@pytest.mark.aws
+def test_logs_of_one_host_include_its_ranks_from_the_tags(
+    differential: dict[str, Any], moto_server: MotoServer, env: dict[str, str]
+) -> None:
+    """`--host algo-2`: algo-2's own stream and, from algo-1's stream, the ranks tagged algo-2."""
+    create_job(moto_server)
+    write_streams(
+        moto_server,
+        {"algo-1": _toolkit_stream(differential), "algo-2": "worker line of algo-2"},
+    )
+    done = run(["logs", JOB, "--host", "algo-2"], cli_env(env, moto_server))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "worker line of algo-2" in lines
+    assert "[2] Data at rank 2 [0 1 2 3 4 5 6 7 8 9]" in lines
+    assert not any(line.startswith(("[0]", "[1]", "[4]", "[5]")) for line in lines), lines
