@@ -54,6 +54,13 @@ def error_line(err: Exception) -> str:
     return f"{code}: {message}" if code else str(err).splitlines()[0]
 
 
+def is_not_found(err: Exception) -> bool:
+    """True when the service says the thing asked about is not there (a job, a key)."""
+    response = getattr(err, "response", None)
+    info = response.get("Error", {}) if isinstance(response, dict) else {}
+    return _is_not_found(str(info.get("Code", "")), str(info.get("Message", "")))
+
+
 def _is_not_found(code: str, message: str) -> bool:
     if code in _NOT_FOUND:
         return True

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from smmpi import config
 from smmpi.aws.clients import split_s3
-from smmpi.aws.errors import MISSING_BUCKET, error_code, error_line
+from smmpi.aws.errors import MISSING_BUCKET, error_code, error_line, is_not_found
 from smmpi.catalog import SOURCE_WARN_BYTES
 from smmpi.errors import SmmpiError
 from smmpi.ops.cloudwatch import JobLog
@@ -50,8 +50,6 @@ __all__ = [
     "follow",
     "submit",
 ]
-
-_MISSING_JOB = ("not found", "could not find", "does not exist")
 
 
 class NameTaken(SmmpiError):
@@ -111,10 +109,7 @@ def check_name_free(sagemaker: SageMakerClient, name: str, region: str) -> None:
     try:
         sagemaker.describe_training_job(TrainingJobName=name)
     except ClientError as err:
-        message = str(err.response.get("Error", {}).get("Message", "")).lower()
-        if error_code(err) in ("ValidationException", "ResourceNotFound") and any(
-            m in message for m in _MISSING_JOB
-        ):
+        if is_not_found(err):
             return
         raise SubmitFailed(f"checking the job name: {error_line(err)}") from None
     except BotoCoreError as err:
