@@ -1,0 +1,140 @@
+"""Starting a pod from smmpi: the spec it reads, the process that holds it, and whether it can.
+
+The pod's outer process is started with PR_SET_PDEATHSIG=SIGKILL, so it dies with the
+thread of smmpi that started it (call :func:`start` from the main thread), and it takes
+every instance with it (see pod.py). Nothing is cleaned at the next start because
+nothing can be left over: no named network namespace, no mount outside the pod's own
+mount namespaces, no interface in this machine's network namespace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import IO, Any
+
+from smmpi.runners.hosts import kernel, plan
+from smmpi.runners.hosts.pod import SETUP_FAILED
+
+__all__ = ["SETUP_FAILED", "Pod", "agent_path", "start", "unavailable_reason"]
+
+_SBIN = ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
+# The pod runs without site-packages (it needs the standard library and smmpi only).
+_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from smmpi.runners.hosts.pod import main; sys.exit(main(sys.argv[1:]))"
+)
+_ROOT = str(Path(__file__).resolve().parents[3])
+
+
+@dataclass(frozen=True)
+class Pod:
+    """The instances of one run. ``run_dir`` exists and is this run's own folder."""
+
+    hosts: tuple[str, ...]
+    opt_ml: tuple[Path, ...]  # each host's tree, seen as /opt/ml inside it
+    run_dir: Path
+
+
+def tool(name: str) -> str | None:
+    """``ip`` and ``nsenter``: on PATH, or in the sbin folders a user's PATH may lack."""
+    found = shutil.which(name)
+    if found:
+        return found
+    for folder in _SBIN:
+        candidate = Path(folder) / name
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def agent_path(pod: Pod) -> Path:
+    """Where the pod writes the launch agent (Open MPI's ``plm_rsh_agent``)."""
+    return pod.run_dir / plan.LAUNCH_AGENT
+
+
+def needs_user_namespace() -> bool:
+    return os.geteuid() != 0
+
+
+def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> dict[str, Any]:
+    hosts_file = pod.run_dir / "hosts"
+    hosts_file.write_text(plan.hosts_file(pod.hosts))
+    return {
+        "hosts": list(pod.hosts),
+        "opt_ml": [str(p) for p in pod.opt_ml],
+        "run_dir": str(pod.run_dir),
+        "hosts_file": str(hosts_file),
+        "argv": list(argv),
+        "env": dict(env),
+        "cwd": cwd,
+        "userns": needs_user_namespace(),
+        "ip": tool("ip") or "ip",
+        "nsenter": tool("nsenter") or "nsenter",
+    }
+
+
+def _die_with_smmpi() -> None:
+    kernel.die_with_parent(signal.SIGKILL)
+
+
+def start(
+    pod: Pod,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str = "/opt/ml/code",
+    *,
+    stdin: int | IO[Any] | None = subprocess.DEVNULL,
+    stdout: int | IO[Any] | None = None,
+    stderr: int | IO[Any] | None = None,
+    new_session: bool = False,
+) -> subprocess.Popen[bytes]:
+    """Set the instances up and run ``argv`` on the first one, in ``cwd`` there.
+
+    The returned process ends with the command's exit status, or :data:`SETUP_FAILED`
+    with one line on stderr saying what the kernel refused. SIGTERM, SIGINT, SIGHUP,
+    SIGQUIT and SIGUSR1 sent to it reach the command; SIGKILL ends everything.
+    """
+    spec_file = pod.run_dir / "pod.json"
+    spec_file.write_text(json.dumps(_spec(pod, argv, env, cwd)))
+    return subprocess.Popen(
+        [sys.executable, "-S", "-E", "-c", _BOOT, _ROOT, str(spec_file)],
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        preexec_fn=_die_with_smmpi,  # the pod dies with smmpi, however smmpi ends
+        start_new_session=new_session,
+    )
+
+
+@lru_cache(maxsize=1)
+def unavailable_reason() -> str | None:
+    """None when isolated hosts work here; else one line saying why not."""
+    if not sys.platform.startswith("linux"):
+        return f"isolated hosts need Linux namespaces; this is {sys.platform}"
+    for name in ("ip", "nsenter"):
+        if tool(name) is None:
+            return f"`{name}` not found (iproute2 / util-linux)"
+    for path in ("/opt", "/etc/hosts"):
+        if not os.path.exists(path):
+            return f"{path} does not exist, so it cannot be overlaid per instance"
+    with tempfile.TemporaryDirectory(prefix="smmpi-probe-") as tmp:
+        run_dir = Path(tmp)
+        (run_dir / "ml").mkdir()
+        pod = Pod(("algo-1",), (run_dir / "ml",), run_dir)
+        probe = start(pod, ["true"], {}, "/", stderr=subprocess.PIPE)
+        _, err = probe.communicate(timeout=60)
+    if probe.returncode == 0:
+        return None
+    lines = err.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else f"the namespace probe exited with {probe.returncode}"

@@ -1,0 +1,198 @@
+"""The pod: the process tree that holds every emulated instance of one run.
+
+``python -m smmpi.runners.hosts.pod SPEC.json`` (started by launch.py) is the *outer*
+process. It creates a PID, network and mount namespace (and, when not root, a user
+namespace that maps the user to root), forks the *inner* process, which is PID 1 there,
+relays signals to it and exits with its status.
+
+The inner process (PID 1):
+- mounts a /proc of its own, so PIDs inside mean the same to every tool;
+- forks one holder per instance (instance.py);
+- makes, in its own network namespace, the bridge and one veth pair per instance;
+- writes the launch agent (plan.agent_script);
+- runs the command inside algo-1's namespaces, as the container runs mpirun on algo-1;
+- exits with the command's status.
+
+Lifetime is the kernel's: when PID 1 of a PID namespace exits, every process in it is
+killed, and the namespaces, veths, bridge and mounts go with the last of them. The inner
+process dies with the outer one (PR_SET_PDEATHSIG), and launch.py starts the outer one
+the same way, so a SIGKILL of smmpi leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smmpi.runners.hosts import instance, kernel, plan
+
+SETUP_FAILED = 125  # exit status when the instances could not be set up; stderr says why
+PREFIX = "smmpi: isolated hosts"
+RELAYED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)
+
+
+class SetupError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Holder:
+    pid: int
+    report: int  # read end: the holder's "ok" lines or its error
+    go: int  # write end: "g" once eth0 is in its namespace
+
+
+def _relay_to(target: Callable[[], int | None]) -> None:
+    def handler(signo: int, _frame: object) -> None:
+        pid = target()
+        if pid is None:
+            os._exit(128 + signo)
+        os.kill(pid, signo)
+
+    for signo in RELAYED:
+        signal.signal(signo, handler)
+
+
+def _status(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def _expect_ok(holder: Holder, name: str) -> None:
+    line = os.read(holder.report, 4096).decode(errors="replace").strip()
+    if line != "ok":
+        raise SetupError(line or f"{name}: its holder ended during set-up")
+
+
+def _fork_holders(instances: list[instance.Instance]) -> list[Holder]:
+    holders: list[Holder] = []
+    for inst in instances:
+        report_r, report_w = os.pipe()
+        go_r, go_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(report_r)
+            os.close(go_w)
+            os._exit(instance.hold(inst, report_w, go_r))
+        os.close(report_w)
+        os.close(go_r)
+        holders.append(Holder(pid, report_r, go_w))
+    return holders
+
+
+def _wire(spec: dict[str, Any], holders: list[Holder], instances: list[instance.Instance]) -> None:
+    """Bridge + veths in this namespace, then each holder brings its eth0 up."""
+    batch = plan.bridge_batch([h.pid for h in holders])
+    done = subprocess.run(
+        [spec["ip"], "-batch", "-"], input=batch, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SetupError(f"ip -batch: {(done.stderr or done.stdout).strip()}")
+    for holder in holders:
+        os.write(holder.go, b"g")
+    for holder, inst in zip(holders, instances, strict=True):
+        _expect_ok(holder, inst.name)
+
+
+def _write_agent(spec: dict[str, Any], holders: list[Holder]) -> None:
+    table = {name: h.pid for name, h in zip(spec["hosts"], holders, strict=True)}
+    path = Path(spec["run_dir"]) / plan.LAUNCH_AGENT
+    path.write_text(plan.agent_script(table, spec["nsenter"]))
+    path.chmod(0o755)
+
+
+def set_up(spec: dict[str, Any]) -> list[Holder]:
+    hosts: list[str] = spec["hosts"]
+    instances = [
+        instance.Instance(
+            name, plan.address(k), plan.netmask(), spec["opt_ml"][k - 1], spec["hosts_file"]
+        )
+        for k, name in enumerate(hosts, start=1)
+    ]
+    holders = _fork_holders(instances)
+    for holder, inst in zip(holders, instances, strict=True):
+        _expect_ok(holder, inst.name)
+    _wire(spec, holders, instances)
+    _write_agent(spec, holders)
+    return holders
+
+
+def _exec_in(holder: Holder, spec: dict[str, Any]) -> None:
+    """In the forked child: become a process of algo-1, then the command."""
+    try:
+        kernel.enter(holder.pid)
+        os.chdir(spec["cwd"])
+        for signo in RELAYED:
+            signal.signal(signo, signal.SIG_DFL)
+        os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
+    except OSError as err:
+        print(
+            f"{PREFIX}: cannot start {spec['argv'][0]} on {spec['hosts'][0]}: {err}",
+            file=sys.stderr,
+        )
+        sys.stderr.flush()
+    os._exit(127)
+
+
+def inner(spec: dict[str, Any]) -> int:
+    """PID 1 of the pod: set up, run the command on algo-1, reap until it ends."""
+    command: list[int] = []
+    _relay_to(lambda: command[0] if command else None)
+    kernel.mount(None, "/", None, kernel.MS_REC | kernel.MS_PRIVATE)
+    flags = kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC
+    kernel.mount("proc", "/proc", "proc", flags)
+    try:
+        holders = set_up(spec)
+    except (SetupError, OSError) as err:
+        print(f"{PREFIX}: set-up failed: {err}", file=sys.stderr, flush=True)
+        return SETUP_FAILED
+    pid = os.fork()
+    if pid == 0:
+        _exec_in(holders[0], spec)
+    command.append(pid)
+    while True:  # PID 1 reaps every orphan; the run ends with the command
+        done, status = os.wait()
+        if done == pid:
+            return _status(status)
+
+
+def outer(spec: dict[str, Any]) -> int:
+    """Create the pod's namespaces, fork its PID 1, relay signals, pass its status on."""
+    try:
+        if spec["userns"]:
+            uid, gid = os.getuid(), os.getgid()
+            kernel.unshare(kernel.CLONE_NEWUSER)
+            kernel.map_root(uid, gid)
+        kernel.unshare(kernel.CLONE_NEWPID | kernel.CLONE_NEWNET | kernel.CLONE_NEWNS)
+    except OSError as err:
+        print(f"{PREFIX}: cannot create namespaces: {err}", file=sys.stderr, flush=True)
+        return SETUP_FAILED
+    child = os.fork()
+    if child == 0:
+        code = SETUP_FAILED
+        try:
+            kernel.die_with_parent(signal.SIGKILL)
+            code = inner(spec)
+        finally:
+            sys.stderr.flush()
+            os._exit(code)
+    _relay_to(lambda: child)
+    _, status = os.waitpid(child, 0)
+    return _status(status)
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[1]) as f:
+        spec = json.load(f)
+    return outer(spec)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

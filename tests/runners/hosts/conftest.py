@@ -1,0 +1,44 @@
+"""Pods on real namespaces: a run folder with one /opt/ml tree per emulated instance."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from smmpi.runners.hosts.launch import Pod
+from tests.runners.hosts.footprint import Machine
+
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LC_ALL": "C"}
+
+
+def make_pod(root: Path, count: int) -> Pod:
+    hosts = tuple(f"algo-{k}" for k in range(1, count + 1))
+    trees = []
+    for host in hosts:
+        tree = root / host / "opt" / "ml"
+        for sub in ("code", "model", "output/data", "input/data"):
+            (tree / sub).mkdir(parents=True)
+        trees.append(tree)
+    return Pod(hosts, tuple(trees), root)
+
+
+@pytest.fixture
+def run_dir() -> Iterator[Path]:
+    """A run folder under /tmp (so an unprivileged user can be given it, too)."""
+    folder = Path(tempfile.mkdtemp(prefix="smmpi-hosts-test-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def machine() -> Iterator[Machine]:
+    """The machine before the test; after it, the same links, mounts and /opt."""
+    before = Machine.now()
+    yield before
+    after = Machine.now()
+    assert after == before

@@ -1,0 +1,76 @@
+"""Counting what an isolated run leaves on the machine: namespaces, processes, links, mounts."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+KINDS = ("pid", "net", "uts", "mnt", "user")
+
+
+def _ns(pid: str, kind: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/{kind}")
+    except OSError:
+        return None
+
+
+def _pids() -> list[str]:
+    return [p for p in os.listdir("/proc") if p.isdigit()]
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the machine looks like from its own namespaces."""
+
+    links: frozenset[str]  # interfaces of this network namespace
+    mounts: tuple[str, ...]  # this mount namespace's table
+    opt: frozenset[str]  # entries of /opt
+    opt_ml: bool  # whether /opt/ml exists
+
+    @classmethod
+    def now(cls) -> Machine:
+        mounts = tuple(
+            " ".join(line.split()[3:5])
+            for line in Path("/proc/self/mountinfo").read_text().split("\n")
+            if line
+        )
+        return cls(
+            frozenset(os.listdir("/sys/class/net")),
+            mounts,
+            frozenset(os.listdir("/opt")),
+            os.path.lexists("/opt/ml"),
+        )
+
+
+def pod_namespaces(outer_pid: int) -> set[str]:
+    """Every namespace used by a process of the pod started as ``outer_pid`` (while it runs)."""
+    pod_pid_ns = _ns(str(outer_pid), "pid_for_children")
+    found: set[str] = set()
+    for pid in _pids():
+        if _ns(pid, "pid") == pod_pid_ns:
+            found.update(ns for kind in KINDS if (ns := _ns(pid, kind)))
+    own = {ns for kind in KINDS if (ns := _ns("self", kind))}
+    return found - own
+
+
+def holders_of(namespaces: set[str]) -> list[str]:
+    """Processes that still hold any of ``namespaces``: pids with the namespace they hold."""
+    left = []
+    for pid in _pids():
+        for kind in KINDS:
+            ns = _ns(pid, kind)
+            if ns in namespaces:
+                left.append(f"{pid}:{ns}")
+    return left
+
+
+def wait_gone(namespaces: set[str], timeout: float = 10.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    left = holders_of(namespaces)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = holders_of(namespaces)
+    return left
