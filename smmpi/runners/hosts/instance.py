@@ -57,12 +57,40 @@ def private_opt_ml(opt_ml: str) -> None:
     kernel.mount(opt_ml, "/opt/ml", None, kernel.MS_BIND | kernel.MS_REC)
 
 
+def _top_mounts_under(root: str) -> list[str]:
+    """Mount points below ``root`` that are not below another one (the ones to re-bind)."""
+    points = []
+    with open("/proc/self/mountinfo") as table:
+        for line in table:
+            point = line.split()[4]
+            if point.startswith(root + "/"):
+                points.append(point)
+    return sorted(p for p in points if not any(p.startswith(q + "/") for q in points))
+
+
+def private_sysfs() -> None:
+    """A sysfs of this network namespace (/sys/class/net lists eth0 and lo), with the
+    machine's mounts under /sys (cgroups, ...) bound back in place."""
+    below = _top_mounts_under("/sys")
+    sys_fd = os.open("/sys", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        kernel.mount(
+            "sysfs", "/sys", "sysfs", kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC
+        )
+        for point in below:
+            source = f"/proc/self/fd/{sys_fd}/{point[len('/sys/') :]}"
+            kernel.mount(source, point, None, kernel.MS_BIND | kernel.MS_REC)
+    finally:
+        os.close(sys_fd)
+
+
 def set_up(instance: Instance) -> None:
     """Namespaces, hostname and mounts: everything but eth0, which the bridge side creates."""
     kernel.unshare(kernel.CLONE_NEWUTS | kernel.CLONE_NEWNET | kernel.CLONE_NEWNS)
     kernel.sethostname(instance.name)
     kernel.mount(None, "/", None, kernel.MS_REC | kernel.MS_PRIVATE)
     private_opt_ml(instance.opt_ml)
+    private_sysfs()
     kernel.mount(instance.hosts_file, "/etc/hosts", None, kernel.MS_BIND)
     kernel.link_up("lo")
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,3 +45,22 @@ def machine() -> Iterator[Machine]:
     yield before
     after = Machine.now()
     assert after == before
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def python_for_nobody() -> str:
+    """An interpreter user 65534 may execute (this one may live under root's home)."""
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (sys.executable, os.path.realpath(sys.executable), f"/usr/bin/python{minor}"):
+        again = "import subprocess, sys; subprocess.run([sys.executable, '-c', ''], check=True)"
+        probe = subprocess.run([*NOBODY, candidate, "-c", again], capture_output=True)
+        if probe.returncode == 0:
+            return candidate
+    raise AssertionError(f"no Python {minor} that user 65534 may run")
+
+
+def give_to_nobody(folder: Path) -> None:
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, 65534, 65534, follow_symlinks=False)

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from smmpi.runners.hosts import launch, plan
-from tests.runners.hosts.conftest import ENV, make_pod
+from tests.runners.hosts.conftest import ENV, NOBODY, give_to_nobody, make_pod, python_for_nobody
 from tests.runners.hosts.footprint import Machine, pod_namespaces, wait_gone
 
 # Run on algo-1; visits algo-2 and algo-3 through the launch agent, as Open MPI would.
@@ -24,6 +24,8 @@ echo "eth0=$(ip -4 -o addr show dev eth0 | tr -s ' ' | cut -d' ' -f4)"
 echo "routes=$(ip route | tr '\n' ';')"
 echo "opt=$(ls -A /opt | tr '\n' ' ')"
 echo "pwd=$(pwd)"
+echo "sysnet=$(ls /sys/class/net | tr '\n' ' ')"
+echo "cgroup=$(test -d /sys/fs/cgroup/memory && echo yes)"
 for h in algo-2 algo-3; do
   addr='ip -4 -o addr show dev eth0 | tr -s " " | cut -d" " -f4'
   echo "remote-$h=$("$agent" "$h" "hostname; $addr" | tr '\n' ' ')"
@@ -74,6 +76,8 @@ def test_each_instance_is_a_host_of_its_own(run_dir: Path, machine: Machine) -> 
     assert "default" not in seen["routes"] and "198.18.0.0/15 dev eth0" in seen["routes"]
     assert sorted(seen["opt"].split()) == sorted([*machine.opt - {"ml"}, "ml"])
     assert seen["pwd"] == "/opt/ml/code"
+    assert seen["sysnet"].split() == ["eth0", "lo"]
+    assert seen["cgroup"] == ("yes" if os.path.isdir("/sys/fs/cgroup/memory") else "")
     assert seen["remote-algo-2"].split() == ["algo-2", "198.18.0.2/15"]
     assert seen["remote-algo-3"].split() == ["algo-3", "198.18.0.3/15"]
     assert seen["tcp"] == "algo-3 198.18.0.1"
@@ -81,6 +85,40 @@ def test_each_instance_is_a_host_of_its_own(run_dir: Path, machine: Machine) -> 
     for k, tree in enumerate(pod.opt_ml, start=1):
         expected = "here" if k == 1 else f"from-algo-{k}"
         assert (tree / "model" / "where.txt").read_text().strip() == expected
+
+
+def test_an_unprivileged_user_gets_the_same_hosts(run_dir: Path, machine: Machine) -> None:
+    """As user 65534: a user namespace maps it to root, and everything else is as for root."""
+    pod = make_pod(run_dir, 3)
+    (run_dir / "check.sh").write_text(CHECK)
+    (run_dir / "tcp.py").write_text(TCP)
+    give_to_nobody(run_dir)
+    starter = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from smmpi.runners.hosts import launch\n"
+        f"ENV = {ENV!r}\n"
+        "run = Path(sys.argv[1])\n"
+        "pod = launch.Pod(tuple(f'algo-{k}' for k in (1, 2, 3)),"
+        " tuple(run / f'algo-{k}' / 'opt' / 'ml' for k in (1, 2, 3)), run)\n"
+        "argv = ['sh', str(run / 'check.sh'), str(launch.agent_path(pod))]\n"
+        "sys.exit(launch.start(pod, argv, ENV).wait())\n"
+    )
+    done = subprocess.run(
+        [*NOBODY, python_for_nobody(), "-c", starter, str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[3],
+        env={"PATH": ENV["PATH"], "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
+    )
+    assert done.returncode == 0, done.stderr
+    seen = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    assert seen["host"] == "algo-1"
+    assert seen["remote-algo-3"].split() == ["algo-3", "198.18.0.3/15"]
+    assert seen["tcp"] == "algo-3 198.18.0.1"
+    for k, tree in enumerate(pod.opt_ml, start=1):
+        assert (tree / "model" / "where.txt").stat().st_uid == 65534, k
 
 
 def test_exit_status_and_unknown_host(run_dir: Path, machine: Machine) -> None:
