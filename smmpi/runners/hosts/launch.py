@@ -43,6 +43,9 @@ class Pod:
     hosts: tuple[str, ...]
     opt_ml: tuple[Path, ...]  # each host's tree, seen as /opt/ml inside it
     run_dir: Path
+    # Each host's own environment, which commands the launch agent starts there get (as
+    # an ssh session on a SageMaker worker does); empty: they inherit mpirun's.
+    host_env: tuple[Mapping[str, str], ...] = ()
 
 
 def tool(name: str) -> str | None:
@@ -69,11 +72,18 @@ def needs_user_namespace() -> bool:
 def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> dict[str, Any]:
     hosts_file = pod.run_dir / "hosts"
     hosts_file.write_text(plan.hosts_file(pod.hosts))
+    env_dir = None
+    if pod.host_env:
+        env_dir = pod.run_dir / "env"
+        env_dir.mkdir(exist_ok=True)
+        for host, host_env in zip(pod.hosts, pod.host_env, strict=True):
+            (env_dir / host).write_text(plan.env_file(host_env))
     return {
         "hosts": list(pod.hosts),
         "opt_ml": [str(p) for p in pod.opt_ml],
         "run_dir": str(pod.run_dir),
         "hosts_file": str(hosts_file),
+        "env_dir": str(env_dir) if env_dir else None,
         "argv": list(argv),
         "env": dict(env),
         "cwd": cwd,

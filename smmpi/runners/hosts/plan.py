@@ -49,20 +49,37 @@ def bridge_batch(holders: Sequence[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def agent_script(holders: Mapping[str, int], nsenter: str) -> str:
+def env_file(env: Mapping[str, str]) -> str:
+    """A host's environment as ``sh`` reads it (``set -a; . FILE``): one quoted line each."""
+    return "".join(
+        f"{name}={shlex.quote(value)}\n"
+        for name, value in sorted(env.items())
+        if name.isidentifier() and name.isascii()
+    )
+
+
+def agent_script(holders: Mapping[str, int], nsenter: str, env_dir: str | None = None) -> str:
     """Open MPI's ``plm_rsh_agent``: ``agent HOST COMMAND...`` runs COMMAND on HOST.
 
     Open MPI calls it as it would call ssh, with the remote command as words that a
     login shell joins and runs; so does this agent, inside HOST's UTS, network and
-    mount namespaces. An unknown host fails as ssh would, with exit code 255.
+    mount namespaces. With ``env_dir``, the command starts with HOST's own environment
+    (``env_dir/HOST``, see :func:`env_file`) as an ssh session on a SageMaker worker
+    does; without, with the caller's. An unknown host fails as ssh would, with 255.
     """
     cases = "\n".join(f"  {shlex.quote(h)}) pid={pid} ;;" for h, pid in holders.items())
+    run = '/bin/sh -c "$*"'
+    if env_dir is not None:
+        login = 'set -a; . "$0"; set +a; exec /bin/sh -c "$1"'
+        where = f'{shlex.quote(env_dir)}/"$host"'
+        run = f'/usr/bin/env -i /bin/sh -c {shlex.quote(login)} {where} "$*"'
     return f"""#!/bin/sh
 # smmpi launch agent: enters emulated instance HOST's namespaces and runs the command there.
-case "$1" in
+host="$1"
+case "$host" in
 {cases}
-  *) echo "smmpi agent: no emulated instance named $1" >&2; exit 255 ;;
+  *) echo "smmpi agent: no emulated instance named $host" >&2; exit 255 ;;
 esac
 shift
-exec {shlex.quote(nsenter)} -t "$pid" -u -n -m -- /bin/sh -c "$*"
+exec {shlex.quote(nsenter)} -t "$pid" -u -n -m -- {run}
 """

@@ -104,7 +104,7 @@ def _wire(spec: dict[str, Any], holders: list[Holder], instances: list[instance.
 def _write_agent(spec: dict[str, Any], holders: list[Holder]) -> None:
     table = {name: h.pid for name, h in zip(spec["hosts"], holders, strict=True)}
     path = Path(spec["run_dir"]) / plan.LAUNCH_AGENT
-    path.write_text(plan.agent_script(table, spec["nsenter"]))
+    path.write_text(plan.agent_script(table, spec["nsenter"], spec["env_dir"]))
     path.chmod(0o755)
 
 

@@ -231,3 +231,19 @@ def test_bridge_batch_and_agent_are_what_runs(run_dir: Path) -> None:
         "198.18.0.1\talgo-1",
         "198.18.0.2\talgo-2",
     ]
+
+
+def test_agent_gives_each_host_its_own_environment(run_dir: Path, machine: Machine) -> None:
+    """As on SageMaker's workers: a command started there sees that host's environment only."""
+    base = make_pod(run_dir, 2)
+    tricky = 'it\'s "quoted" $HOME `x` \\ end'
+    host_env = tuple({**ENV, "CURRENT_HOST": h, "TRICKY": tricky} for h in base.hosts)
+    pod = launch.Pod(base.hosts, base.opt_ml, run_dir, host_env)
+    agent = launch.agent_path(pod)
+    show = 'echo "$CURRENT_HOST|${ONLY_ON_MPIRUN-unset}|$TRICKY"'
+    argv = ["sh", "-c", f"{agent} algo-2 '{show}'; {agent} algo-1 '{show}'"]
+    env = {**ENV, "ONLY_ON_MPIRUN": "1", "CURRENT_HOST": "algo-1"}
+    proc = launch.start(pod, argv, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert out.decode().splitlines() == [f"algo-2|unset|{tricky}", f"algo-1|unset|{tricky}"]
