@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from smmpi.runners.hosts import launch, plan
+from smmpi.runners.hosts import launch, pids, plan
 from tests.runners.hosts.conftest import ENV, NOBODY, give_to_nobody, make_pod, python_for_nobody
 from tests.runners.hosts.footprint import Machine, pod_namespaces, wait_gone
 
@@ -247,3 +247,22 @@ def test_agent_gives_each_host_its_own_environment(run_dir: Path, machine: Machi
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err.decode()
     assert out.decode().splitlines() == [f"algo-2|unset|{tricky}", f"algo-1|unset|{tricky}"]
+
+
+def test_ids_inside_map_to_processes_here(run_dir: Path, machine: Machine) -> None:
+    """What a rank records (its id inside the pod) is translated to the id smmpi can signal."""
+    pod = make_pod(run_dir, 2)
+    agent = launch.agent_path(pod)
+    record = f"{agent} algo-2 'sh -c \"echo \\$\\$ > {run_dir}/inner.pid; exec sleep 600\"' & wait $!"
+    proc, namespaces = _started(pod, [record])
+    deadline = time.monotonic() + 30
+    while not (run_dir / "inner.pid").exists() or not (run_dir / "inner.pid").read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    inner = int((run_dir / "inner.pid").read_text())
+    here = pids.outside_ids(proc.pid)[inner]
+    assert here != inner
+    assert Path(f"/proc/{here}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"600"]
+    os.kill(here, signal.SIGKILL)
+    assert proc.wait(timeout=30) == 128 + signal.SIGKILL  # the agent reports sleep's end
+    assert wait_gone(namespaces) == []
