@@ -25,7 +25,16 @@ from typing import IO, Any
 from smmpi.runners.hosts import kernel, plan
 from smmpi.runners.hosts.pod import SETUP_FAILED
 
-__all__ = ["SETUP_FAILED", "Pod", "agent_path", "quick_reason", "start", "unavailable_reason"]
+__all__ = [
+    "SETUP_FAILED",
+    "Pod",
+    "agent_path",
+    "command",
+    "pod_env",
+    "quick_reason",
+    "start",
+    "unavailable_reason",
+]
 
 _SBIN = ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
 # The pod runs without site-packages (it needs the standard library and smmpi only).
@@ -97,6 +106,22 @@ def _die_with_smmpi() -> None:
     kernel.die_with_parent(signal.SIGKILL)
 
 
+def command(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> list[str]:
+    """The argv of the pod's outer process (writes its spec into the run folder).
+
+    For a caller that starts processes its own way (a reaper): run it with
+    PR_SET_PDEATHSIG set, and with :func:`pod_env` as its environment.
+    """
+    spec_file = pod.run_dir / "pod.json"
+    spec_file.write_text(json.dumps(_spec(pod, argv, env, cwd)))
+    return [sys.executable, "-S", "-E", "-c", _BOOT, _ROOT, str(spec_file)]
+
+
+def pod_env() -> dict[str, str]:
+    """The pod's own environment (the command's is in its spec): a PATH to find ip and nsenter."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
 def start(
     pod: Pod,
     argv: Sequence[str],
@@ -114,14 +139,12 @@ def start(
     with one line on stderr saying what the kernel refused. SIGTERM, SIGINT, SIGHUP,
     SIGQUIT and SIGUSR1 sent to it reach the command; SIGKILL ends everything.
     """
-    spec_file = pod.run_dir / "pod.json"
-    spec_file.write_text(json.dumps(_spec(pod, argv, env, cwd)))
     return subprocess.Popen(
-        [sys.executable, "-S", "-E", "-c", _BOOT, _ROOT, str(spec_file)],
+        command(pod, argv, env, cwd),
         stdin=stdin,
         stdout=stdout,
         stderr=stderr,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        env=pod_env(),
         preexec_fn=_die_with_smmpi,  # the pod dies with smmpi, however smmpi ends
         start_new_session=new_session,
     )
