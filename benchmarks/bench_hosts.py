@@ -78,6 +78,41 @@ def setup_teardown(runs: int) -> None:
         )
 
 
+def demo_runs(runs: int) -> None:
+    """`smmpi run demo -N 3 -n 2` in each mode against a bare mpirun of the same Open MPI."""
+    print("## smmpi run demo -N 3 -n 2 (median of runs, alternating)")
+    env = {**os.environ, **ENV, "SAGEMAKER_SUPPRESS_V2_WARNING": "1"}
+    smmpi = str(BIN / "smmpi")
+    bare_argv = [str(BIN / "mpirun"), "--oversubscribe", "-np", "6"]
+    cases = {
+        "bare mpirun --oversubscribe -np 6 python -m mpi4py demo.py": (
+            [*bare_argv, sys.executable, "-m", "mpi4py", "demo.py"],
+            ROOT / "entry_points",
+        ),
+        "smmpi run demo -N 3 -n 2 --isolation hosts": (
+            [smmpi, "run", "demo", "-N", "3", "-n", "2", "--isolation", "hosts"],
+            ROOT,
+        ),
+        "smmpi run demo -N 3 -n 2 --isolation processes": (
+            [smmpi, "run", "demo", "-N", "3", "-n", "2", "--isolation", "processes"],
+            ROOT,
+        ),
+    }
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(runs):
+        for name, (argv, cwd) in cases.items():
+            times[name].append(
+                timed(
+                    lambda a=argv, c=cwd: check(
+                        subprocess.run(a, cwd=c, env=env, capture_output=True).returncode
+                    )
+                )
+            )
+    bare = median(times[next(iter(cases))])
+    for name, values in times.items():
+        print(f"{name:52s} {median(values):6.3f} s  {median(values) / bare:5.2f}x bare")
+
+
 def check(code: int) -> None:
     if code != 0:
         raise SystemExit(f"exit status {code}")
@@ -143,6 +178,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     setup_teardown(args.runs)
+    demo_runs(args.runs)
     pingpong(args.runs)
     return 0
 

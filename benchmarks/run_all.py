@@ -11,7 +11,13 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_local.py", "bench_submit.py", "bench_pingpong.py", "bench_train.py"]
+SCRIPTS = [
+    "bench_local.py",
+    "bench_submit.py",
+    "bench_pingpong.py",
+    "bench_train.py",
+    "bench_hosts.py",
+]
 
 
 def main() -> int:

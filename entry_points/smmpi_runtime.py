@@ -191,10 +191,11 @@ def _reserve_port() -> socket.socket:
 def _address(rt: Runtime, single_host: bool = False) -> str:
     """An address other ranks can reach this rank at.
 
-    ``single_host``: every rank runs on this machine (plain ``mpirun`` here),
-    where loopback always works and the hostname may not resolve.
+    ``single_host``: every rank runs on one host (plain ``mpirun`` here, or smmpi's
+    processes mode), where loopback always works and the hostname may not resolve.
+    smmpi's isolated hosts are hosts of their own: algo-k resolves there, as on SageMaker.
     """
-    if os.environ.get("SMMPI_LOCAL") == "1" or single_host:  # every emulated host is this machine
+    if single_host:
         return "127.0.0.1"
     return rt.host if rt.on_sagemaker else socket.gethostname()
 
@@ -261,3 +262,19 @@ def torch_init(comm: Any = None, backend: str = "gloo", timeout_s: float = 300.0
         timeout=datetime.timedelta(seconds=timeout_s),
     )
     return dist.group.WORLD
+
+
+def prefer_mpi_symbols() -> None:
+    """Put Open MPI's own library first in the process's global symbol scope.
+
+    Open MPI 4.1's PyPI wheel and TensorFlow both export hwloc's functions; TensorFlow
+    loads its copy globally, so without this Open MPI's finalize calls TensorFlow's hwloc
+    and crashes (SIGSEGV in ``MPI_Finalize``). Call it after importing ``mpi4py.MPI`` and
+    before importing TensorFlow. Does nothing for an MPI without that library.
+    """
+    import ctypes
+
+    try:
+        ctypes.CDLL("libopen-pal.so.40", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+    except OSError:
+        pass

@@ -21,8 +21,17 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from smmpi_runtime import check, report, require_world_size, runtime, tf_config
+from smmpi_runtime import (
+    check,
+    prefer_mpi_symbols,
+    report,
+    require_world_size,
+    runtime,
+    tf_config,
+)
 from train import load_digits_split
+
+prefer_mpi_symbols()  # before TensorFlow loads (its hwloc would replace Open MPI 4.1's)
 
 
 def predict(weights: list[np.ndarray], x: np.ndarray) -> np.ndarray:

@@ -248,6 +248,28 @@ def _bucket_check(session: Any, quick: Any) -> Check:
     return _saved_check("bucket", bucket, session, probe, MISSING_BUCKET, allow)
 
 
+def isolation_check() -> Check:
+    """Whether local runs can make each instance a host of its own, and why not."""
+    from smmpi.runners.hosts.launch import needs_user_namespace, unavailable_reason
+    from smmpi.runners.local.isolation import open_mpi_4_reason
+
+    reason = open_mpi_4_reason() or unavailable_reason()
+    if reason is None:
+        how = "user namespaces" if needs_user_namespace() else "root"
+        return Check(
+            "isolation",
+            "ok",
+            f"isolated hosts ({how}): each emulated instance has its own hostname, eth0, /opt/ml",
+        )
+    return Check(
+        "isolation",
+        "warn",
+        f"isolated hosts unavailable: {reason}; local runs use processes mode",
+        "run as root, or allow unprivileged user namespaces "
+        "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)",
+    )
+
+
 def run(smoke: bool = True, region: str | None = None) -> list[Check]:
     """Every check, MPI first (it needs no network)."""
-    return [*mpi_checks(smoke=smoke), *aws_checks(region)]
+    return [*mpi_checks(smoke=smoke), isolation_check(), *aws_checks(region)]

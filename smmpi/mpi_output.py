@@ -1,10 +1,10 @@
 """Tagged MPI output: rebuild each rank's lines from ``[1,r]<stdout>:`` output, find who failed.
 
 One parser for local runs and for SageMaker's CloudWatch streams
-(:class:`LineAssembler`, :class:`FailureScan`). Open MPI 4
-(SageMaker's containers) writes ``[1,3]<stdout>:text``; Open MPI 5 writes
-``[1,3]<stdout>: text``. Both are accepted; the text is returned without the
-one separating space Open MPI 5 adds. SageMaker's log since toolkit 4.0.0
+(:class:`LineAssembler`, :class:`FailureScan`). Open MPI 4.1 (SageMaker's
+containers, and smmpi's own) writes ``[1,3]<stdout>:text``, and the text is
+returned exactly as the rank wrote it, leading spaces included. Open MPI 5
+writes ``[1,3]<stdout>: text``: its lines keep that one extra space. SageMaker's log since toolkit 4.0.0
 (and smmpi's local output) has the toolkit's rewritten tags,
 ``[1,mpirank:3,algo-2]<stdout>:text``, which name the rank's host too.
 """
@@ -60,7 +60,6 @@ def split_tags(line: str) -> list[Tagged]:
     for i, m in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
         text = line[m.end() : end]
-        text = text[1:] if text.startswith(" ") else text
         pieces.append(Tagged(int(m["rank"]), m["stream"], text, m["host"]))
     return pieces
 

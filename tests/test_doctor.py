@@ -42,6 +42,7 @@ def test_without_credentials(env: dict[str, str]) -> None:
         "mpirun": "ok",
         "mpi4py": "ok",
         "smoke": "ok",
+        "isolation": "ok",
         "credentials": "fail",
         "region": "fail",
         "endpoint": "warn",
@@ -52,10 +53,14 @@ def test_without_credentials(env: dict[str, str]) -> None:
     assert lines[0].startswith(f"ok    mpirun      {BIN / 'mpirun'} (Open MPI ")
     assert lines[2] == "ok    smoke       2 ranks ran allreduce through mpirun"
     assert lines[3] == (
+        "ok    isolation   isolated hosts (root): each emulated instance has its own hostname, "
+        "eth0, /opt/ml"
+    )
+    assert lines[4] == (
         "fail  credentials none found; fix: run `aws configure` or "
         "`aws sso login`, or set AWS_PROFILE"
     )
-    assert lines[6].startswith("fail  role        not configured; fix: smmpi infra deploy")
+    assert lines[7].startswith("fail  role        not configured; fix: smmpi infra deploy")
 
 
 def test_with_credentials_and_deployed_infra(moto_server: MotoServer, env: dict[str, str]) -> None:
@@ -67,6 +72,7 @@ def test_with_credentials_and_deployed_infra(moto_server: MotoServer, env: dict[
     assert got == {
         "mpirun": "ok",
         "mpi4py": "ok",
+        "isolation": "ok",
         "credentials": "ok",
         "region": "ok",
         "endpoint": "ok",
@@ -111,18 +117,18 @@ def test_unreachable_endpoint_fails_in_one_line(env: dict[str, str]) -> None:
 
 
 def test_mpirun_from_another_mpi_is_caught(env: dict[str, str], tmp_path: Path) -> None:
-    """An mpirun of Open MPI 4 first on PATH while mpi4py uses the venv's Open MPI 5."""
+    """An mpirun of Open MPI 5 first on PATH while mpi4py uses the venv's Open MPI 4.1."""
     fake = tmp_path / "fakebin"
     fake.mkdir()
     script = fake / "mpirun"
-    script.write_text("#!/bin/sh\necho 'mpirun (Open MPI) 4.1.2'\n")
+    script.write_text("#!/bin/sh\necho 'mpirun (Open MPI) 5.0.5'\n")
     script.chmod(0o755)
     code, out, got = doctor([], {**env, "PATH": f"{fake}{os.pathsep}{env['PATH']}"})
     assert code == 1
     assert got["mpirun"] == "ok"
     assert got["mpi4py"] == "fail"
     assert got["smoke"] == "fail"
-    assert "but mpirun is Open MPI 4.1.2; fix: put the mpirun" in out
+    assert "but mpirun is Open MPI 5.0.5; fix: put the mpirun" in out
 
 
 def test_no_mpirun(env: dict[str, str], tmp_path: Path) -> None:

@@ -48,12 +48,25 @@ def _group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
+ISOLATION_HELP = (
+    "How emulated instances are made: hosts (each its own hostname, eth0 and /opt/ml; "
+    "Linux namespaces), processes (app contexts of one host), auto (hosts where this "
+    "machine allows it). Default: SMMPI_ISOLATION, else auto."
+)
+
+
 def local_run_options(
     timeout_help: str, log_dir_help: str, requirements_help: str
 ) -> Callable[[F], F]:
-    """``--timeout``, ``--log-dir``, ``--install-requirements``: how a local run goes."""
+    """``--timeout``, ``--log-dir``, ``--install-requirements``, ``--isolation``: a local run."""
     return _group(
         click.option("--timeout", type=Seconds("--timeout"), default=None, help=timeout_help),
+        click.option(
+            "--isolation",
+            type=click.Choice(["auto", "hosts", "processes"]),
+            default=None,
+            help=ISOLATION_HELP,
+        ),
         click.option(
             "--log-dir", type=click.Path(file_okay=False), default=None, help=log_dir_help
         ),

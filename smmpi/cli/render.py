@@ -21,12 +21,27 @@ def plan_channels(request: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _side_by_side(container: list[str]) -> list[str]:
+def local_mode() -> str:
+    """The isolation ``submit --local`` would use here (``auto`` resolved on this machine)."""
+    from smmpi.runners.local.isolation import choose
+
+    return choose(None)[0]
+
+
+_HEADER = {
+    "hosts": "The same line here (`submit --local`, isolated hosts, Open MPI 4.1): it runs as "
+    "it stands, but for these substitutions:",
+    "processes": "The same line here (`submit --local`, processes mode, Open MPI 4.1, one app "
+    "context per emulated host):",
+}
+
+
+def _side_by_side(container: list[str], mode: str) -> list[str]:
     """Each part of the container's line, what it becomes locally, and why (SM_* as one row)."""
-    from smmpi.runners.local.translate import Row, translate
+    from smmpi.runners.local.translate import Row, table
 
     rows: list[Row] = []
-    translated = translate(container, sys.executable)
+    translated = table(container, sys.executable, mode)
     sm = [r for r in translated if r.container[:1] == ("-x",) and r.container[1].startswith("SM_")]
     for row in translated:
         if row in sm:
@@ -37,7 +52,7 @@ def _side_by_side(container: list[str]) -> list[str]:
             continue
         rows.append(row)
     width = min(44, max(len(" ".join(r.container)) for r in rows))
-    out = [f"  {'container (Open MPI 4)':<{width}}  {'local (Open MPI 5)':<36}  why"]
+    out = [f"  {'container':<{width}}  {'local':<36}  why"]
     for row in rows:
         left = " ".join(row.container) or "-"
         right = " ".join(row.local) or "(dropped)"
@@ -135,13 +150,14 @@ def render_plan(job: MPIJob, plan: Plan) -> str:
         lines.append(f"  warm pool    instances kept {job.keep_alive} s after the job for the next")
     lines += cost_lines(cost_estimate(job, plan))
     lines += [f"  note         {note}" for note in plan.notes]
+    mode = local_mode()
     lines += [
         "",
         "mpirun on algo-1 (built by the container's sagemaker-training toolkit):",
         "  " + shlex.join(plan.mpirun),
         "",
-        "The same line here (`submit --local`, Open MPI 5, one app context per emulated host):",
-        *_side_by_side(plan.mpirun),
+        _HEADER[mode],
+        *_side_by_side(plan.mpirun, mode),
         "",
         "CreateTrainingJob request:",
         json.dumps(req, indent=2),
@@ -153,10 +169,12 @@ def plan_json(job: MPIJob, plan: Plan) -> dict[str, Any]:
     """``submit --dry-run --json``: the plan, its cost, and the local translation row by row."""
     from dataclasses import asdict
 
-    from smmpi.runners.local.translate import translate
+    from smmpi.runners.local.translate import table
 
+    mode = local_mode()
     data = plan.to_json()
     data["cost"] = cost_estimate(job, plan)
     data["source_bytes"] = sum(size for _, size in job.program.manifest())
-    data["local_mpirun"] = [asdict(r) for r in translate(plan.mpirun, sys.executable)]
+    data["local_mode"] = mode
+    data["local_mpirun"] = [asdict(r) for r in table(plan.mpirun, sys.executable, mode)]
     return data

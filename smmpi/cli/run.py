@@ -50,6 +50,7 @@ def run_cmd(
     instances: object,
     ppn: object,
     timeout: float | None,
+    isolation: str | None,
     log_dir: str | None,
     install_requirements: bool,
     source_dir: str | None,
@@ -79,7 +80,9 @@ def run_cmd(
         if instance_type is not None:
             raise BadInput("--instance-type", instance_type, "nothing with --from-job (its own)")
         passed = {"pass_env": list(pass_env), "with_credentials": with_credentials}
-        sys.exit(_from_job(from_job, region, timeout, log_dir, install_requirements, passed))
+        sys.exit(
+            _from_job(from_job, region, timeout, log_dir, install_requirements, passed, isolation)
+        )
     if entry is None:
         raise BadInput("ENTRY", "", "a packaged entry point name or a path to a .py file")
     result = api.run_entry(
@@ -94,6 +97,7 @@ def run_cmd(
         instance_type=instance_type,
         pass_env=list(pass_env),
         with_credentials=with_credentials,
+        isolation=isolation,
     )
     sys.exit(result.exit_code)
 
@@ -105,6 +109,7 @@ def _from_job(
     log_dir: str | None,
     install_requirements: bool,
     passed: dict[str, Any],
+    isolation: str | None,
 ) -> int:
     """Run a submitted job's request and uploaded code here; returns the exit code."""
     from smmpi import api
@@ -116,5 +121,6 @@ def _from_job(
         log_dir=log_dir,
         install_requirements=install_requirements,
         **passed,
+        isolation=isolation,
     )
     return job.exit_code

@@ -151,6 +151,7 @@ def submit_cmd(
     dry_run: bool,
     local: bool,
     timeout: float | None,
+    isolation: str | None,
     log_dir: str | None,
     install_requirements: bool,
     as_json: bool,
@@ -176,10 +177,12 @@ def submit_cmd(
     if (pass_env or with_credentials) and not local:
         flag = "--pass-env" if pass_env else "--with-credentials"
         raise BadInput(flag, " ".join(pass_env) or True, "only with --local")
+    if isolation is not None and not local:
+        raise BadInput("--isolation", isolation, "only with --local")
     job = _job(entry, fields)
     if local:
         passed = {"pass_env": list(pass_env), "with_credentials": with_credentials}
-        _run_here(job, timeout, log_dir, install_requirements, as_json, passed)
+        _run_here(job, timeout, log_dir, install_requirements, as_json, passed, isolation)
     elif dry_run:
         _dry_run(job, as_json)
     else:
@@ -232,6 +235,7 @@ def _run_here(
     install: bool,
     as_json: bool,
     passed: dict[str, Any],
+    isolation: str | None = None,
 ) -> None:
     from smmpi import api
 
@@ -242,6 +246,7 @@ def _run_here(
         out=sys.stderr if as_json else None,
         install_requirements=install,
         **passed,
+        isolation=isolation,
     )
     if as_json:
         click.echo(json.dumps(local_job.record, indent=2, default=str))

@@ -47,6 +47,7 @@ class RunOptions:
     install_requirements: bool = False
     progress: Progress = silent
     env: Mapping[str, str] = field(default_factory=dict)  # this shell's variables for the ranks
+    isolation: str | None = None  # auto | hosts | processes; None: $SMMPI_ISOLATION, else auto
 
 
 class Outcome(Protocol):

@@ -208,7 +208,19 @@ def test_two_hundred_hosts_run(fault_env: dict[str, str], tmp_path: Path) -> Non
         "    assert hosts == [f'algo-{i + 1}' for i in range(200)], hosts\n"
         "    print('hosts ok', len(hosts), flush=True)\n",
     )
-    args = ["run", str(prog), "-N", "200", "-n", "1", "--timeout", "600"]
+    # processes mode: each app context's SM_CURRENT_HOST (isolated hosts forward algo-1's)
+    args = [
+        "run",
+        str(prog),
+        "-N",
+        "200",
+        "-n",
+        "1",
+        "--timeout",
+        "600",
+        "--isolation",
+        "processes",
+    ]
     r = smmpi(args, fault_env, timeout=700)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "hosts ok 200" in r.stdout

@@ -27,20 +27,26 @@ def _is_python(token: str) -> bool:
     return name.startswith("python") and name[6:].replace(".", "").isdigit()
 
 
-def substitutions(container: Sequence[str], python: str, agent: str) -> list[Substitution]:
-    """The only differences between the container's line and the one that runs here."""
+def substitutions(
+    container: Sequence[str], python: str | Sequence[str], agent: str
+) -> list[Substitution]:
+    """The only differences between the container's line and the one that runs here.
+
+    ``python`` is the interpreter, or the words that start it (a wrapper, then it).
+    """
+    interpreter = (python,) if isinstance(python, str) else tuple(python)
     subs = [Substitution(("mpirun",), ("mpirun", "-mca", "plm_rsh_agent", agent), AGENT_WHY)]
     tokens = list(container)
     for i, token in enumerate(tokens):
         if token == "-x" and i + 1 < len(tokens) and tokens[i + 1].startswith("LD_PRELOAD="):
             subs.append(Substitution(("-x", tokens[i + 1]), (), SHIM_WHY))
         elif _is_python(token) and (i == 0 or tokens[i - 1] != "-x"):
-            subs.append(Substitution((token,), (python,), PYTHON_WHY))
+            subs.append(Substitution((token,), interpreter, PYTHON_WHY))
             break  # the program and its arguments follow, unchanged
     return subs
 
 
-def isolated_argv(container: Sequence[str], python: str, agent: str) -> list[str]:
+def isolated_argv(container: Sequence[str], python: str | Sequence[str], agent: str) -> list[str]:
     """``container`` with :func:`substitutions` applied, and nothing else changed."""
     tokens = list(container)
     if not tokens or tokens[0] != "mpirun":

@@ -78,6 +78,13 @@ def needs_user_namespace() -> bool:
     return os.geteuid() != 0
 
 
+def _private(path: Path, text: str) -> None:
+    """A file only its owner reads (it holds environments)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
 def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> dict[str, Any]:
     hosts_file = pod.run_dir / "hosts"
     hosts_file.write_text(plan.hosts_file(pod.hosts))
@@ -86,7 +93,7 @@ def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> di
         env_dir = pod.run_dir / "env"
         env_dir.mkdir(exist_ok=True)
         for host, host_env in zip(pod.hosts, pod.host_env, strict=True):
-            (env_dir / host).write_text(plan.env_file(host_env))
+            _private(env_dir / host, plan.env_file(host_env))
     return {
         "hosts": list(pod.hosts),
         "opt_ml": [str(p) for p in pod.opt_ml],
@@ -113,7 +120,7 @@ def command(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> 
     PR_SET_PDEATHSIG set, and with :func:`pod_env` as its environment.
     """
     spec_file = pod.run_dir / "pod.json"
-    spec_file.write_text(json.dumps(_spec(pod, argv, env, cwd)))
+    _private(spec_file, json.dumps(_spec(pod, argv, env, cwd)))
     return [sys.executable, "-S", "-E", "-c", _BOOT, _ROOT, str(spec_file)]
 
 

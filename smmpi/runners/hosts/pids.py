@@ -28,10 +28,39 @@ def _ns_pid(pid: str) -> int | None:
     return None
 
 
-def outside_ids(outer_pid: int) -> dict[int, int]:
-    """Every live process of the pod started as ``outer_pid``: id inside -> id here."""
-    namespace = _pid_namespace(outer_pid, "pid_for_children")
-    if namespace is None or namespace == _pid_namespace("self"):
+def _children(pid: int) -> list[int]:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    kids: list[int] = []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
+                kids += [int(k) for k in f.read().split()]
+        except (OSError, ValueError):
+            pass
+    return kids
+
+
+def pod_namespace(pid: int, depth: int = 3) -> str | None:
+    """The PID namespace of the pod ``pid`` is, or started (a reaper may stand in between)."""
+    own = _pid_namespace("self")
+    todo = [(pid, 0)]
+    while todo:
+        current, level = todo.pop(0)
+        namespace = _pid_namespace(current, "pid_for_children")
+        if namespace is not None and namespace != own:
+            return namespace
+        if level < depth:
+            todo += [(kid, level + 1) for kid in _children(current)]
+    return None
+
+
+def outside_ids(pid: int) -> dict[int, int]:
+    """Every live process of the pod that ``pid`` is or started: id inside -> id here."""
+    namespace = pod_namespace(pid)
+    if namespace is None:
         return {}
     found: dict[int, int] = {}
     for entry in os.listdir("/proc"):

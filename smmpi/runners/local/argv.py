@@ -23,7 +23,7 @@ from pathlib import Path
 from smmpi.runners.local.hostfiles import host_file, rank_command, write_host_file
 from smmpi.runners.local.layout import host_dirs, rank_variables
 from smmpi.runners.local.mpi import Launcher
-from smmpi.runners.local.translate import local_flags
+from smmpi.runners.local.translate import exports, local_flags
 from smmpi.toolkit.mpirun import parse_custom_mpi_options, program_command
 from smmpi.toolkit.shape import JobShape
 
@@ -68,14 +68,17 @@ def mpirun_argv(
     otherwise rank 0 reads mpirun's stdin.
     """
     argv = [launcher.mpirun, *launcher.base_flags()]
+    custom_exports: list[str] = []
     if launcher.implementation == "openmpi":
         _, custom = parse_custom_mpi_options(shape.custom_mpi_options)
         argv += local_flags(custom)
         if stdin_closed:
             argv += ["--stdin", "none"]
+        custom_exports = exports(custom)  # Open MPI 4.1: a -x reaches one app context
     for index, host in enumerate(shape.hosts):
         write_host_file(run_dir, host, host_env(shape, run_dir, host, extra_env, extra_paths))
         if index:
             argv.append(":")
-        argv += rank_argv(shape, run_dir, host, python)
+        context = rank_argv(shape, run_dir, host, python)
+        argv += [*context[:2], *custom_exports, *context[2:]]  # after "-np n"
     return argv

@@ -32,6 +32,7 @@ from smmpi.aws.facts import check_job_name
 from smmpi.errors import BadInput
 from smmpi.ops.local_jobs import configured_keep, create_folder, jobs_root, prune, remove_folder
 from smmpi.runners.base import RunOptions
+from smmpi.runners.local import isolation
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.inputs import copy_channel
 from smmpi.runners.local.layout import prepare_hosts
@@ -182,6 +183,7 @@ def run_request(
     say = options.progress
     shape = shape_from_request(request)
     name = check_job_name(shape.job_name)
+    mode, why_not_hosts = isolation.choose(options.isolation)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
     check_timeout(options.timeout)
     check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
@@ -200,20 +202,24 @@ def run_request(
     _write_record(folder, record)
     say(
         f"smmpi: local job {name}: {shape.instances} emulated host(s) x {shape.ppn} "
-        f"process(es) = {shape.world_size} ranks ({shape.instance_type})"
+        f"process(es) = {shape.world_size} ranks ({shape.instance_type}, {isolation.label(mode)})"
     )
+    if mode == "processes":
+        say(isolation.differs(why_not_hosts))
     log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
-    result = execute(
-        shape,
-        run_dir,
-        timeout=options.timeout,
-        log_dir=log_dir,
-        out=options.out,
-        err=options.err,
-        extra_paths=extra_paths,
-        extra_env=dict(options.env),
-        progress=say,
-    )
+    with isolation.watching_opt_ml(mode, say):
+        result = execute(
+            shape,
+            run_dir,
+            timeout=options.timeout,
+            log_dir=log_dir,
+            out=options.out,
+            err=options.err,
+            extra_paths=extra_paths,
+            extra_env=dict(options.env),
+            progress=say,
+            mode=mode,
+        )
     _conclude(record, folder, shape, result, start)
     if not options.keep:
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -52,7 +52,9 @@ class Output:
         if f is not None:
             f.write(tagged.text + "\n")
 
-    def pump(self, stream: IO[bytes], echo: IO[str]) -> None:
+    def pump(self, stream: IO[bytes], echo: IO[str], own: IO[str] | None = None) -> None:
+        """Echo ``stream``: the ranks' lines to ``echo``, mpirun's own (untagged) to ``own``."""
+        own = own or echo
         lines = LineAssembler()  # one per pipe: stdout and stderr interleave independently
         for raw in iter(stream.readline, b""):
             line = raw.decode("utf-8", errors="surrogateescape").rstrip("\r\n")
@@ -62,7 +64,8 @@ class Output:
                         self._emit(tagged, echo)
                 else:
                     self.scan.feed_untagged(line)
-                    echo.write(printable(line) + "\n")
+                    own.write(printable(line) + "\n")
+                    own.flush()
                     if self.untagged is not None:
                         self.untagged.write(line + "\n")
                 echo.flush()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from smmpi.catalog import Program, missing_module_hint
 from smmpi.runners.base import Runner, RunOptions
+from smmpi.runners.local import isolation
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.job import LocalJob, run_request
 from smmpi.runners.local.layout import prepare_hosts
@@ -41,13 +42,14 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
     one log file per rank. Rank 0 reads this process's stdin, as under mpirun.
     """
     say = options.progress
+    mode, why_not_hosts = isolation.choose(options.isolation)
     preflight()  # fail on a missing MPI before creating anything
     check_timeout(options.timeout)
     check_bounds(shape, Path(tempfile.gettempdir()) / "smmpi-run-xxxxxxxx")
     run_dir = Path(tempfile.mkdtemp(prefix="smmpi-run-"))
     try:
         with sigterm_interrupts():
-            result = _run_in(program, shape, run_dir, options)
+            result = _run_in(program, shape, run_dir, options, mode, why_not_hosts)
     finally:
         if not options.keep:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -64,29 +66,41 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
     return result
 
 
-def _run_in(program: Program, shape: JobShape, run_dir: Path, options: RunOptions) -> RunResult:
+def _run_in(
+    program: Program,
+    shape: JobShape,
+    run_dir: Path,
+    options: RunOptions,
+    mode: str,
+    why_not_hosts: str | None,
+) -> RunResult:
     try:
         prepare_hosts(shape, run_dir, lambda dirs: program.copy_to(dirs.code))
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the host trees were laid out
         result = RunResult(EXIT_INTERRUPTED, "Interrupted", 0.0, run_dir, shape.world_size)
         result.reason = "interrupted before the ranks started"
         return result
-    options.progress(
+    say = options.progress
+    say(
         f"smmpi: {program.name} on {shape.instances} emulated host(s) x "
-        f"{shape.ppn} process(es) = {shape.world_size} ranks"
+        f"{shape.ppn} process(es) = {shape.world_size} ranks ({isolation.label(mode)})"
     )
-    return execute(
-        shape,
-        run_dir,
-        timeout=options.timeout,
-        log_dir=Path(options.log_dir) if options.log_dir else None,
-        out=options.out,
-        err=options.err,
-        extra_env=dict(options.env),
-        progress=options.progress,
-        stdin_closed=False,
-        remove_on_death=not options.keep,
-    )
+    if mode == "processes":
+        say(isolation.differs(why_not_hosts))
+    with isolation.watching_opt_ml(mode, say):
+        return execute(
+            shape,
+            run_dir,
+            timeout=options.timeout,
+            log_dir=Path(options.log_dir) if options.log_dir else None,
+            out=options.out,
+            err=options.err,
+            extra_env=dict(options.env),
+            progress=say,
+            stdin_closed=False,
+            remove_on_death=not options.keep,
+            mode=mode,
+        )
 
 
 if TYPE_CHECKING:

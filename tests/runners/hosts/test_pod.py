@@ -253,7 +253,9 @@ def test_ids_inside_map_to_processes_here(run_dir: Path, machine: Machine) -> No
     """What a rank records (its id inside the pod) is translated to the id smmpi can signal."""
     pod = make_pod(run_dir, 2)
     agent = launch.agent_path(pod)
-    record = f"{agent} algo-2 'sh -c \"echo \\$\\$ > {run_dir}/inner.pid; exec sleep 600\"' & wait $!"
+    record = (
+        f"{agent} algo-2 'sh -c \"echo \\$\\$ > {run_dir}/inner.pid; exec sleep 600\"' & wait $!"
+    )
     proc, namespaces = _started(pod, [record])
     deadline = time.monotonic() + 30
     while not (run_dir / "inner.pid").exists() or not (run_dir / "inner.pid").read_text():

@@ -67,6 +67,8 @@ def test_local_file_channel_on_every_host(
             "--ppn",
             "1",
             "--local",
+            "--isolation",
+            "processes",  # SM_CURRENT_HOST per host (isolated hosts forward algo-1's)
             "--input",
             f"train=file://{data}",
         ],

@@ -115,7 +115,8 @@ def test_hosts_ranks_and_sagemaker_env(run_env: dict[str, str], tmp_path: Path) 
             "if rt.rank == 0:\n    print('ROWS ' + json.dumps(rows))\n"
         ),
     )
-    r = smmpi(["run", str(script), "--instances", "3", "--ppn", "2", "--", "--alpha", "1"], run_env)
+    argv = ["run", str(script), "--instances", "3", "--ppn", "2", "--isolation", "processes"]
+    r = smmpi([*argv, "--", "--alpha", "1"], run_env)  # per-host SM_* values, re-rooted paths
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if "ROWS " in ln)
     rows = json.loads(line.split("ROWS ", 1)[1])

@@ -109,7 +109,8 @@ def test_local_env_matches_resourceconfig(local_env: dict[str, str], tmp_path: P
             instance_type="ml.c5.2xlarge",
             env={"MY_JOB_SETTING": "on"},
             mpi_options="-x SMMPI_TEST_FLAG=from-mpi-options",
-        )
+        ),
+        isolation="processes",  # per-host SM_* values and re-rooted paths
     )
     assert job.status == "Completed", job.record.get("FailureReason")
     rows = _rows(job.model_artifact)
@@ -145,7 +146,9 @@ def test_hyperparameter_and_file_channel_reach_every_rank(
     (data / "a.csv").write_text("1,2\n")
     (data / "b.csv").write_text("3,4\n")
     estimator = api.estimator(
-        MPIJob(entry=str(script), instances=2, ppn=2, hyperparameters={"alpha": "0.5"}), local=True
+        MPIJob(entry=str(script), instances=2, ppn=2, hyperparameters={"alpha": "0.5"}),
+        local=True,
+        isolation="processes",  # paths re-rooted into each host's tree
     )
     estimator.fit({"train": data.as_uri()})
     desc = estimator.latest_training_job.describe()
@@ -271,14 +274,22 @@ def test_submit_local_cli_and_dry_run_side_by_side(env: dict[str, str], tmp_path
 
     r = smmpi(["submit", "demo", "--instances", "3", "--ppn", "2", "--dry-run"], env)
     assert r.returncode == 0, r.stderr
-    assert "The same line here" in r.stdout
-    assert "plm_ssh_no_tree_spawn" in r.stdout and "--mca smsc" in r.stdout
+    # as root here, `submit --local` runs isolated hosts: the table is the three substitutions
+    assert "The same line here (`submit --local`, isolated hosts, Open MPI 4.1)" in r.stdout
+    assert "mpirun -mca plm_rsh_agent <launch agent>" in r.stdout
+    r = smmpi(["submit", "demo", "--instances", "3", "--ppn", "2", "--dry-run", "--json"], env)
+    plan = json.loads(r.stdout)
+    assert plan["local_mode"] == "hosts"
+    python = plan["mpirun"][plan["mpirun"].index("mpi4py") - 2]
+    firsts = [row["container"][:1] for row in plan["local_mpirun"]]
+    assert firsts == [["mpirun"], ["-x"], [python]]
+    env["SMMPI_ISOLATION"] = "processes"
     r = smmpi(["submit", "demo", "--instances", "3", "--ppn", "2", "--dry-run", "--json"], env)
     rows = json.loads(r.stdout)["local_mpirun"]
-    dropped = [
+    kept = [
         row for row in rows if row["container"][:2] == ["-mca", "orte_abort_on_non_zero_status"]
     ]
-    assert dropped and dropped[0]["local"] == [] and "default in Open MPI 5" in dropped[0]["why"]
+    assert kept and kept[0]["local"] == kept[0]["container"] and "4.1" in kept[0]["why"]
 
 
 def test_local_bad_input_creates_nothing(env: dict[str, str], tmp_path: Path) -> None:

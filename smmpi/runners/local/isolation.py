@@ -1,0 +1,227 @@
+"""How the emulated instances are made: isolated hosts (namespaces) or processes of this host.
+
+``hosts``: each instance is a host of its own (:mod:`smmpi.runners.hosts`): hostname
+algo-k, eth0 on a private bridge, /etc/hosts, its own /opt/ml. The container's own
+mpirun line runs on algo-1 with three documented substitutions
+(:mod:`smmpi.runners.hosts.argv`); ranks see the container's literal paths.
+
+``processes``: one MPMD app context per instance on this host (:mod:`.argv`), container
+paths re-rooted into each instance's tree; for machines without namespaces.
+
+``auto`` is ``hosts`` where this machine allows it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smmpi.errors import BadInput, MPINotFound
+from smmpi.runners.base import Progress
+from smmpi.runners.hosts import argv as hosts_argv
+from smmpi.runners.hosts import launch, pids
+from smmpi.runners.local.argv import mpirun_argv
+from smmpi.runners.local.hostfiles import rank_command, reaper_command, write_host_file
+from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
+from smmpi.runners.local.mpi import Launcher, find_launcher
+from smmpi.runners.local.opt_ml import OptMlWatch
+from smmpi.toolkit.environment import sm_env
+from smmpi.toolkit.hosts import CONTAINER_ROOT, HostDirs
+from smmpi.toolkit.mpirun import container_mpirun
+from smmpi.toolkit.shape import JobShape
+
+MODES = ("auto", "hosts", "processes")
+# A SageMaker instance has no such variables (its role's credentials come from its own
+# endpoint): they are not part of an emulated instance's environment, nor of its files.
+CREDENTIALS = frozenset(
+    {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"}
+)
+DIFFERS = (
+    "all instances share this machine's hostname, network and literal /opt/ml; local ranks "
+    "and shared memory span every instance; the container's mpirun line is translated"
+)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What to start for a run, and how to reach its ranks."""
+
+    argv: list[str]
+    env: dict[str, str]
+    mode: str  # "hosts" | "processes"
+    # the started process's pid -> {pid a rank records: pid here}; None: the same pids
+    translate: Callable[[int], dict[int, int]] | None = None
+
+
+def choose(requested: str | None) -> tuple[str, str | None]:
+    """The mode that will run, and why not ``hosts`` when it is ``processes`` (or None).
+
+    ``requested`` is ``--isolation``, else ``$SMMPI_ISOLATION``, else ``auto``.
+    """
+    mode = requested or os.environ.get("SMMPI_ISOLATION") or "auto"
+    if mode not in MODES:
+        raise BadInput("isolation", mode, " | ".join(MODES))
+    if mode == "processes":
+        return mode, "asked for"
+    reason = open_mpi_4_reason() or launch.quick_reason()
+    if reason is None:
+        return "hosts", None
+    if mode == "hosts":
+        raise BadInput("isolation", mode, f"auto or processes on this machine ({reason})")
+    return "processes", reason
+
+
+def open_mpi_4_reason() -> str | None:
+    """Isolated hosts run the container's Open MPI 4 line: None when mpirun here is Open MPI 4."""
+    try:
+        launcher = find_launcher()
+    except MPINotFound:
+        return None  # the run's own preflight says so, in its words
+    if launcher.implementation == "openmpi" and launcher.major == 4:
+        return None
+    found = f"{launcher.implementation} {launcher.major or ''}".strip()
+    return f"the container's line needs Open MPI 4; mpirun here is {found} ({launcher.mpirun})"
+
+
+def label(mode: str) -> str:
+    """How the first line of a run names the mode."""
+    return "isolated hosts" if mode == "hosts" else "processes mode"
+
+
+def differs(why_not_hosts: str | None) -> str:
+    """The processes-mode line: why, and what differs from SageMaker."""
+    return f"smmpi: processes mode ({why_not_hosts}): {DIFFERS}"
+
+
+@contextlib.contextmanager
+def watching_opt_ml(mode: str, say: Progress) -> Iterator[None]:
+    """In processes mode, say in one line if ranks wrote under the literal /opt/ml."""
+    watch = OptMlWatch() if mode == "processes" else None
+    try:
+        yield
+    finally:
+        line = watch.finish() if watch is not None else None
+        if line:
+            say(f"smmpi: {line}")
+
+
+def _host_env(
+    shape: JobShape,
+    run_dir: Path,
+    host: str,
+    extra_env: dict[str, str] | None,
+    paths: Sequence[str],
+) -> dict[str, str]:
+    """What ``host``'s container environment holds, with the container's literal paths."""
+    dirs = HostDirs(Path(CONTAINER_ROOT))
+    env = sm_env(shape, dirs, host)
+    env.update(shape.environment)
+    python_path = [str(site_dir(run_dir)), str(dirs.code), *paths, os.environ.get("PYTHONPATH")]
+    env.update(
+        PYTHONPATH=os.pathsep.join(p for p in python_path if p),
+        PYTHONUNBUFFERED="1",
+        SMMPI_LOCAL="1",
+        SMMPI_STACK_DIR=str(stack_dir(run_dir)),
+        # Open MPI's session dirs (named after host and uid, both alike in every run) live in
+        # this run's folder, not in the machine's /tmp
+        OMPI_MCA_orte_tmpdir_base=str(run_dir / ".smmpi" / "ompi"),
+    )
+    env.update(extra_env or {})
+    return env
+
+
+def _request_of(shape: JobShape) -> dict[str, Any]:
+    """The parts of a request the toolkit's mpirun line reads, for a job given as a shape."""
+    hps = {
+        **shape.hyperparameters,
+        "sagemaker_program": shape.script,
+        "sagemaker_mpi_enabled": True,
+        "sagemaker_mpi_num_of_processes_per_host": shape.ppn,
+        "sagemaker_mpi_custom_mpi_options": shape.custom_mpi_options,
+    }
+    return {
+        "HyperParameters": {k: json.dumps(v) for k, v in hps.items()},
+        "ResourceConfig": {"InstanceCount": shape.instances, "InstanceType": shape.instance_type},
+        "InputDataConfig": [{"ChannelName": name} for name in shape.channels],
+    }
+
+
+def container_line(shape: JobShape) -> list[str]:
+    """The toolkit's mpirun argv for ``shape``, with the shape's own program arguments."""
+    request = _request_of(shape)
+    line = container_mpirun(request)
+    program = line.index(shape.script, line.index("mpi4py"))
+    return [*line[: program + 1], *shape.args(None)]
+
+
+def _hosts(
+    shape: JobShape,
+    run_dir: Path,
+    launcher: Launcher,
+    python: str,
+    extra_env: dict[str, str] | None,
+    extra_paths: Sequence[str],
+) -> Launch:
+    machine = {k: v for k, v in os.environ.items() if k not in CREDENTIALS}
+    base = {**machine, **launcher.env(), **installed_mpi(launcher.mpirun)}
+    envs = tuple(
+        {**base, **_host_env(shape, run_dir, h, extra_env, extra_paths)} for h in shape.hosts
+    )
+    (run_dir / ".smmpi" / "ompi").mkdir(parents=True, exist_ok=True)
+    trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
+    pod = launch.Pod(tuple(shape.hosts), trees, run_dir, envs)
+    # Each rank starts under the rank watcher, which records how it ended; its host file adds
+    # no variable: the instance's environment and mpirun's -x have made the rank's already.
+    watcher = rank_command(write_host_file(run_dir, "isolated", {}), [python], python)
+    agent = str(launch.agent_path(pod))
+    argv = hosts_argv.isolated_argv(container_line(shape), watcher, agent)
+    # A process a rank leaves behind is re-parented inside the pod's PID namespace, never to
+    # smmpi's reaper outside: a reaper of the same kind, inside, owns mpirun and collects them.
+    # (no rank count: orted, which has no rank, is collected only when mpirun has ended)
+    inside = reaper_command(argv, stack_dir(run_dir), None, None, python)
+    inside[inside.index("--parent") + 1] = "1"  # the pod's first process
+    command = launch.command(pod, inside, envs[0], f"{CONTAINER_ROOT}/code")
+    return Launch(command, {**os.environ, **launch.pod_env()}, "hosts", pids.outside_ids)
+
+
+def installed_mpi(mpirun: str) -> dict[str, str]:
+    """The variables an instance with this Open MPI installed has (DLC images set them too).
+
+    The Open MPI that ranks run with is found on PATH and LD_LIBRARY_PATH, and its help
+    files and components under OPAL_PREFIX (the PyPI wheel's mpirun sets that for itself,
+    but an orted started through the launch agent only gets its host's environment).
+    """
+    bin_dir = Path(mpirun).parent
+    prefix = bin_dir.resolve().parent
+    env = {"PATH": os.pathsep.join(p for p in (str(bin_dir), os.environ.get("PATH")) if p)}
+    if (prefix / "share" / "openmpi").is_dir():
+        env["OPAL_PREFIX"] = str(prefix)
+        libs = (str(prefix / "lib"), os.environ.get("LD_LIBRARY_PATH"))
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in libs if p)
+    return env
+
+
+def prepare(
+    mode: str,
+    shape: JobShape,
+    run_dir: Path,
+    launcher: Launcher,
+    python: str = sys.executable,
+    extra_env: dict[str, str] | None = None,
+    extra_paths: Sequence[str] = (),
+    stdin_closed: bool = True,
+) -> Launch:
+    """The process to start for ``mode`` (a mode :func:`choose` returned).
+
+    ``stdin_closed``: ranks read end-of-file; otherwise rank 0 reads this process's stdin.
+    """
+    if mode == "hosts":
+        return _hosts(shape, run_dir, launcher, python, extra_env, extra_paths)
+    argv = mpirun_argv(shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed)
+    return Launch(argv, {**os.environ, **launcher.env()}, "processes")

@@ -1,0 +1,286 @@
+"""`smmpi run` and `submit --local` on isolated hosts, through the real CLI, and what is left."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from smmpi.runners.hosts.argv import isolated_argv
+from tests.helpers import BIN, ROOT, base_env, smmpi
+from tests.runners.hosts.conftest import NOBODY, give_to_nobody, python_for_nobody
+from tests.runners.hosts.footprint import KINDS, Machine
+
+HERE = Path(__file__).resolve().parent
+PROBE = HERE / "probe.py"
+DEMO = HERE / "seed004" / "mpi_demo.py"
+
+
+def _all_namespaces() -> set[str]:
+    found = set()
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        for kind in KINDS:
+            try:
+                found.add(os.readlink(f"/proc/{pid}/ns/{kind}"))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture
+def nothing_left(machine: Machine) -> Iterator[None]:
+    """After the test: no namespace that was not there before, and the same links and mounts."""
+    before = _all_namespaces()
+    yield
+    deadline = time.monotonic() + 10
+    new = _all_namespaces() - before
+    while new and time.monotonic() < deadline:
+        time.sleep(0.1)
+        new = _all_namespaces() - before
+    assert new == set()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    env = base_env(tmp_path)
+    env["SMMPI_LOCAL_JOBS"] = str(tmp_path / "local-jobs")
+    return env
+
+
+def test_probe_sees_sagemakers_cluster(
+    env: dict[str, str], tmp_path: Path, nothing_left: None
+) -> None:
+    """Under -N 3 -n 2 every rank sees its own host, local ranks, TCP, and its own /opt/ml."""
+    assert not os.path.lexists("/opt/ml")
+    script = tmp_path / "src" / "probe.py"
+    script.parent.mkdir()
+    shutil.copy(PROBE, script)
+    argv = ["submit", str(script), "-N", "3", "-n", "2", "--local", "--job-name", "probe-hosts"]
+    r = smmpi(argv, env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    first = r.stderr.splitlines()[0]
+    assert first.endswith("= 6 ranks (ml.c5.xlarge, isolated hosts)") or "isolated hosts)" in first
+    rows = sorted(
+        (json.loads(ln.split("<stdout>:", 1)[1]) for ln in r.stdout.splitlines() if ":{" in ln),
+        key=lambda row: row["rank"],
+    )
+    assert [row["rank"] for row in rows] == list(range(6))
+    for row in rows:
+        host = f"algo-{row['rank'] // 2 + 1}"
+        assert row["hostname"] == row["processor"] == host
+        assert (row["local_rank"], row["local_size"], row["shared_size"]) == (row["rank"] % 2, 2, 2)
+        assert row["algo-2"] == "198.18.0.2"
+        assert row["eth0_bytes"] > 8 << 20  # the 8 MiB Allreduce went over eth0 (TCP btl)
+        assert row["library"] == "Open MPI v4.1.8"
+    folder = tmp_path / "local-jobs" / "probe-hosts"
+    with tarfile.open(folder / "model.tar.gz") as tar:
+        members = {m.name: tar.extractfile(m).read().decode() for m in tar if m.isfile()}  # type: ignore[union-attr]
+    assert members == {f"written-by-rank-{r}.txt": f"algo-{r // 2 + 1}" for r in range(6)}
+    for k in (1, 2, 3):  # each file is in the tree of the instance whose rank wrote it
+        model = folder / "hosts" / f"algo-{k}" / "opt" / "ml" / "model"
+        assert sorted(p.name for p in model.iterdir()) == [
+            f"written-by-rank-{2 * k - 2}.txt",
+            f"written-by-rank-{2 * k - 1}.txt",
+        ]
+    assert not os.path.lexists("/opt/ml")
+
+
+def test_seed_004_demo_runs_with_the_containers_line(
+    env: dict[str, str], tmp_path: Path, nothing_left: None
+) -> None:
+    script = tmp_path / "src" / "mpi_demo.py"
+    script.parent.mkdir()
+    shutil.copy(DEMO, script)
+    common = ["submit", str(script), "-N", "3", "-n", "2", "--job-name", "seed-004"]
+    plan = json.loads(smmpi([*common, "--dry-run", "--json"], env).stdout)
+    r = smmpi([*common, "--local"], env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "[1,0]<stdout>:Number of MPI processes that will talk to each other: 6" in r.stdout
+    for rank in range(6):
+        assert f"[1,{rank}]<stdout>:I am rank {rank}, my avg is: " in r.stdout
+    ran = json.loads((tmp_path / "local-jobs" / "seed-004" / "hosts" / "pod.json").read_text())
+    agent = str(tmp_path / "local-jobs" / "seed-004" / "hosts" / "agent")
+    # the interpreter: this Python, under smmpi's rank watcher (it records how each rank ends);
+    # mpirun itself runs under smmpi's reaper inside the pod
+    watch = str(ROOT / "smmpi" / "runners" / "local" / "watch.py")
+    argv = ran["argv"]
+    assert argv[3:5] == [watch, "run"]
+    inner = argv[argv.index("--") + 1 :]
+    start = next(i for i, w in enumerate(inner) if w == watch and inner[i + 1] == "rank")
+    words = inner[start - 3 : inner.index("mpi4py") - 1]
+    assert words[1:5] == ["-I", "-S", watch, "rank"]
+    assert words[-2:] == ["--", words[0]]
+    assert inner == isolated_argv(plan["mpirun"], words, agent)
+
+
+def test_failed_rank_is_named_with_its_host(
+    env: dict[str, str], tmp_path: Path, nothing_left: None
+) -> None:
+    script = tmp_path / "bug.py"
+    script.write_text(
+        "from mpi4py import MPI\nimport numpy as np\n"
+        "if MPI.COMM_WORLD.Get_rank() == 3:\n    np.mean([1, 2], dtype=np.float)\n"
+        "MPI.COMM_WORLD.Barrier()\n"
+    )
+    r = smmpi(["run", str(script), "-N", "3", "-n", "2"], env, timeout=300)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1] == (
+        "smmpi: rank 3 (algo-2) failed: AttributeError: module 'numpy' has no attribute 'float'."
+    )
+
+
+def test_timeout_dumps_every_ranks_stack(env: dict[str, str], nothing_left: None) -> None:
+    argv = ["run", "alltoall", "-N", "2", "-n", "2", "--timeout", "8", "--", "--unsafe"]
+    r = smmpi(argv, env, timeout=300)
+    assert r.returncode == 124, r.stderr
+    for rank, host in ((0, "algo-1"), (1, "algo-1"), (2, "algo-2"), (3, "algo-2")):
+        section = r.stderr.split(f"--- rank {rank} ({host}) ---\n", 1)[1]
+        assert 'File "alltoall.py"' in section.split("---", 1)[0], r.stderr
+
+
+def test_sigkill_of_smmpi_leaves_nothing(
+    env: dict[str, str], tmp_path: Path, nothing_left: None
+) -> None:
+    marker = tmp_path / "started"
+    script = tmp_path / "hang_for_kill.py"
+    script.write_text(
+        "import sys, time\nfrom mpi4py import MPI\n"
+        "open(sys.argv[1] + '-%d' % MPI.COMM_WORLD.Get_rank(), 'w').close()\n"
+        "time.sleep(600)\n"
+    )
+    proc = subprocess.Popen(
+        [str(BIN / "smmpi"), "run", str(script), "-N", "3", "-n", "2", "--", str(marker)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("started-*"))) < 6:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while _ranks_of(script) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _ranks_of(script) == []
+
+
+def _ranks_of(script: Path) -> list[int]:
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            if str(script).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_processes_mode_says_what_differs_and_notices_opt_ml(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    assert not os.path.lexists("/opt/ml")
+    script = tmp_path / "writes_opt_ml.py"
+    script.write_text(
+        "import os\nfrom mpi4py import MPI\n"
+        "os.makedirs('/opt/ml/model', exist_ok=True)\n"
+        "open('/opt/ml/model/model-%d.txt' % MPI.COMM_WORLD.Get_rank(), 'w').write('x')\n"
+    )
+    r = smmpi(["run", str(script), "-N", "2", "-n", "1", "--isolation", "processes"], env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0].endswith("= 2 ranks (processes mode)")
+    assert lines[1] == (
+        "smmpi: processes mode (asked for): all instances share this machine's hostname, network "
+        "and literal /opt/ml; local ranks and shared memory span every instance; the container's "
+        "mpirun line is translated"
+    )
+    assert (
+        "smmpi: the ranks wrote 2 file(s) under this machine's /opt/ml (/opt/ml/model/model-0.txt, "
+        "...), which this run created and has removed" in r.stderr
+    )
+    assert not os.path.lexists("/opt/ml")
+
+
+def test_bad_isolation_is_refused(env: dict[str, str], tmp_path: Path) -> None:
+    r = smmpi(["run", "demo", "--isolation", "vm"], env)
+    assert r.returncode == 2
+    r = smmpi(["submit", "demo", "-N", "2", "-n", "1", "--dry-run", "--isolation", "hosts"], env)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "smmpi: invalid --isolation: 'hosts'; allowed: only with --local"
+    env["SMMPI_ISOLATION"] = "vm"
+    r = smmpi(["run", "demo"], env)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("smmpi: invalid isolation: 'vm'; allowed: auto | hosts | processes")
+    assert not (tmp_path / "local-jobs").exists()
+
+
+def test_an_unprivileged_user_runs_isolated_hosts(tmp_path: Path, nothing_left: None) -> None:
+    """As user 65534: a user namespace maps it to root; the probe sees the same cluster."""
+    home = Path(tempfile.mkdtemp(prefix="smmpi-nobody-"))
+    try:
+        shutil.copy(PROBE, home / "probe.py")
+        give_to_nobody(home)
+        site = next(p for p in sys.path if p.endswith("site-packages") and "/.venv" in p)
+        env = {
+            "HOME": str(home),
+            "PATH": f"{BIN}:/usr/bin:/bin",
+            "PYTHONPATH": f"{ROOT}:{site}",
+            "LC_ALL": "C.UTF-8",
+        }
+        cli = "import sys; from smmpi.cli import main; sys.argv[0] = 'smmpi'; main()"
+        argv = [*NOBODY, python_for_nobody(), "-c", cli, "run", str(home / "probe.py")]
+        done = subprocess.run(
+            [*argv, "-N", "2", "-n", "2"],
+            env=env,
+            cwd=home,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.splitlines()[0].endswith("= 4 ranks (isolated hosts)")
+        rows = [json.loads(ln.split("<stdout>:", 1)[1]) for ln in done.stdout.splitlines()]
+        assert sorted((r["rank"], r["hostname"], r["local_rank"]) for r in rows) == [
+            (0, "algo-1", 0),
+            (1, "algo-1", 1),
+            (2, "algo-2", 0),
+            (3, "algo-2", 1),
+        ]
+        assert all(r["eth0_bytes"] > 8 << 20 for r in rows if r["hostname"] == "algo-2")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.aws  # under the network guard: nothing may leave for AWS
+def test_this_shells_credentials_stay_out_of_the_instances(
+    env: dict[str, str], tmp_path: Path, nothing_left: None
+) -> None:
+    secret = "testing-secret-do-not-print"
+    script = tmp_path / "creds.py"
+    script.write_text(
+        "import os\nfrom mpi4py import MPI\n"
+        "print('seen', MPI.COMM_WORLD.Get_rank(), os.environ.get('AWS_SECRET_ACCESS_KEY'))\n"
+    )
+    env |= {"AWS_SECRET_ACCESS_KEY": secret, "AWS_ACCESS_KEY_ID": "testing-AKIDEXAMPLE"}
+    argv = ["submit", str(script), "-N", "2", "-n", "1", "--local", "--job-name", "creds"]
+    r = smmpi([*argv, "--region", "us-west-2", "--role", "arn:aws:iam::123456789012:role/x"], env)
+    assert r.returncode == 0, r.stderr
+    assert sorted(ln for ln in r.stdout.splitlines() if "seen" in ln) == [
+        "[1,0]<stdout>:seen 0 None",
+        "[1,1]<stdout>:seen 1 None",
+    ]
+    for path in (tmp_path / "local-jobs" / "creds").rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
