@@ -4,8 +4,8 @@ One parser for local runs and for SageMaker's CloudWatch streams
 (:class:`LineAssembler`, :class:`FailureScan`). Open MPI 4.1 (SageMaker's
 containers, and smmpi's own) writes ``[1,3]<stdout>:text``, and the text is
 returned exactly as the rank wrote it, leading spaces included. Open MPI 5
-writes ``[1,3]<stdout>: text``: its lines keep that one extra space. SageMaker's log since toolkit 4.0.0
-(and smmpi's local output) has the toolkit's rewritten tags,
+writes ``[1,3]<stdout>: text``: its lines keep that one extra space. SageMaker's log
+since toolkit 4.0.0 (and smmpi's local output) has the toolkit's rewritten tags,
 ``[1,mpirank:3,algo-2]<stdout>:text``, which name the rank's host too.
 """
 

@@ -28,20 +28,15 @@ from smmpi.runners.hosts import argv as hosts_argv
 from smmpi.runners.hosts import launch, pids
 from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.hostfiles import rank_command, reaper_command, write_host_file
-from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
+from smmpi.runners.local.layout import host_dirs, launch_env, site_dir, stack_dir
 from smmpi.runners.local.mpi import Launcher, find_launcher
 from smmpi.runners.local.opt_ml import OptMlWatch
-from smmpi.toolkit.environment import sm_env
+from smmpi.toolkit.container import host_env as container_host_env
 from smmpi.toolkit.hosts import CONTAINER_ROOT, HostDirs
 from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.shape import JobShape
 
 MODES = ("auto", "hosts", "processes")
-# A SageMaker instance has no such variables (its role's credentials come from its own
-# endpoint): they are not part of an emulated instance's environment, nor of its files.
-CREDENTIALS = frozenset(
-    {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"}
-)
 DIFFERS = (
     "all instances share this machine's hostname, network and literal /opt/ml; local ranks "
     "and shared memory span every instance; the container's mpirun line is translated"
@@ -118,21 +113,22 @@ def _host_env(
     extra_env: dict[str, str] | None,
     paths: Sequence[str],
 ) -> dict[str, str]:
-    """What ``host``'s container environment holds, with the container's literal paths."""
+    """What ``host``'s container environment holds, with the container's literal paths.
+
+    The toolkit's own variables for that host (mpirun's -x then forwards algo-1's to every
+    rank, as on SageMaker), the user's, and smmpi's rank hook first on PYTHONPATH.
+    """
     dirs = HostDirs(Path(CONTAINER_ROOT))
-    env = sm_env(shape, dirs, host)
-    env.update(shape.environment)
-    python_path = [str(site_dir(run_dir)), str(dirs.code), *paths, os.environ.get("PYTHONPATH")]
+    env = {**container_host_env(shape, dirs, host), **(extra_env or {})}
+    python_path = [str(site_dir(run_dir)), env.get("PYTHONPATH", str(dirs.code)), *paths]
     env.update(
         PYTHONPATH=os.pathsep.join(p for p in python_path if p),
-        PYTHONUNBUFFERED="1",
         SMMPI_LOCAL="1",
         SMMPI_STACK_DIR=str(stack_dir(run_dir)),
         # Open MPI's session dirs (named after host and uid, both alike in every run) live in
         # this run's folder, not in the machine's /tmp
         OMPI_MCA_orte_tmpdir_base=str(run_dir / ".smmpi" / "ompi"),
     )
-    env.update(extra_env or {})
     return env
 
 
@@ -168,8 +164,7 @@ def _hosts(
     extra_env: dict[str, str] | None,
     extra_paths: Sequence[str],
 ) -> Launch:
-    machine = {k: v for k, v in os.environ.items() if k not in CREDENTIALS}
-    base = {**machine, **launcher.env(), **installed_mpi(launcher.mpirun)}
+    base = {**launch_env(launcher.env(), os.environ), **installed_mpi(launcher.mpirun)}
     envs = tuple(
         {**base, **_host_env(shape, run_dir, h, extra_env, extra_paths)} for h in shape.hosts
     )
@@ -224,4 +219,4 @@ def prepare(
     if mode == "hosts":
         return _hosts(shape, run_dir, launcher, python, extra_env, extra_paths)
     argv = mpirun_argv(shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed)
-    return Launch(argv, {**os.environ, **launcher.env()}, "processes")
+    return Launch(argv, launch_env(launcher.env(), os.environ), "processes")

@@ -32,13 +32,12 @@ from smmpi.mpi_output import FailureScan, printable
 from smmpi.runners.base import Progress, silent
 from smmpi.runners.local.exits import Blame, Ends
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
+from smmpi.runners.local.isolation import prepare
 from smmpi.runners.local.layout import (
     credentials_note,
     forwarding_note,
-    launch_env,
     stack_dir,
 )
-from smmpi.runners.local.isolation import prepare
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.output import Output, report_stacks
 from smmpi.toolkit.hosts import host_of_rank

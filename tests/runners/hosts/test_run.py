@@ -105,9 +105,11 @@ def test_seed_004_demo_runs_with_the_containers_line(
     plan = json.loads(smmpi([*common, "--dry-run", "--json"], env).stdout)
     r = smmpi([*common, "--local"], env, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "[1,0]<stdout>:Number of MPI processes that will talk to each other: 6" in r.stdout
+    first = "[1,mpirank:0,algo-1]<stdout>:Number of MPI processes that will talk to each other: 6"
+    assert first in r.stdout
     for rank in range(6):
-        assert f"[1,{rank}]<stdout>:I am rank {rank}, my avg is: " in r.stdout
+        tag = f"[1,mpirank:{rank},algo-{rank // 2 + 1}]<stdout>:"
+        assert f"{tag}I am rank {rank}, my avg is: " in r.stdout
     ran = json.loads((tmp_path / "local-jobs" / "seed-004" / "hosts" / "pod.json").read_text())
     agent = str(tmp_path / "local-jobs" / "seed-004" / "hosts" / "agent")
     # the interpreter: this Python, under smmpi's rank watcher (it records how each rank ends);
@@ -155,11 +157,11 @@ def test_sigkill_of_smmpi_leaves_nothing(
     script = tmp_path / "hang_for_kill.py"
     script.write_text(
         "import sys, time\nfrom mpi4py import MPI\n"
-        "open(sys.argv[1] + '-%d' % MPI.COMM_WORLD.Get_rank(), 'w').close()\n"
+        f"open({str(marker)!r} + '-%d' % MPI.COMM_WORLD.Get_rank(), 'w').close()\n"
         "time.sleep(600)\n"
     )
     proc = subprocess.Popen(
-        [str(BIN / "smmpi"), "run", str(script), "-N", "3", "-n", "2", "--", str(marker)],
+        [str(BIN / "smmpi"), "run", str(script), "-N", "3", "-n", "2"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -242,7 +244,7 @@ def test_an_unprivileged_user_runs_isolated_hosts(tmp_path: Path, nothing_left: 
         cli = "import sys; from smmpi.cli import main; sys.argv[0] = 'smmpi'; main()"
         argv = [*NOBODY, python_for_nobody(), "-c", cli, "run", str(home / "probe.py")]
         done = subprocess.run(
-            [*argv, "-N", "2", "-n", "2"],
+            [*argv, "-N", "2", "-n", "2", "--pass-env", "PYTHONPATH"],  # mpi4py is there
             env=env,
             cwd=home,
             capture_output=True,
@@ -278,8 +280,8 @@ def test_this_shells_credentials_stay_out_of_the_instances(
     r = smmpi([*argv, "--region", "us-west-2", "--role", "arn:aws:iam::123456789012:role/x"], env)
     assert r.returncode == 0, r.stderr
     assert sorted(ln for ln in r.stdout.splitlines() if "seen" in ln) == [
-        "[1,0]<stdout>:seen 0 None",
-        "[1,1]<stdout>:seen 1 None",
+        "[1,mpirank:0,algo-1]<stdout>:seen 0 None",
+        "[1,mpirank:1,algo-2]<stdout>:seen 1 None",
     ]
     for path in (tmp_path / "local-jobs" / "creds").rglob("*"):
         if path.is_file():
