@@ -167,11 +167,13 @@ def test_sigkill_of_smmpi_leaves_nothing(
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 120
-    while len(list(tmp_path.glob("started-*"))) < 6:
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        while len(list(tmp_path.glob("started-*"))) < 6:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGKILL)  # the test's point, and no leftover if it fails
+        proc.wait()
     deadline = time.monotonic() + 10
     while _ranks_of(script) and time.monotonic() < deadline:
         time.sleep(0.1)
