@@ -33,7 +33,7 @@ from smmpi.runners.local.mpi import Launcher, find_launcher
 from smmpi.runners.local.opt_ml import OptMlWatch
 from smmpi.toolkit.container import host_env as container_host_env
 from smmpi.toolkit.hosts import CONTAINER_ROOT, HostDirs
-from smmpi.toolkit.mpirun import container_mpirun
+from smmpi.toolkit.mpirun import container_mpirun, program_command
 from smmpi.toolkit.shape import JobShape
 
 MODES = ("auto", "hosts", "processes")
@@ -151,9 +151,10 @@ def _request_of(shape: JobShape) -> dict[str, Any]:
 def container_line(shape: JobShape) -> list[str]:
     """The toolkit's mpirun argv for ``shape``, with the shape's own program arguments."""
     request = _request_of(shape)
-    line = container_mpirun(request)
-    program = line.index(shape.script, line.index("mpi4py"))
-    return [*line[: program + 1], *shape.args(None)]
+    line = container_mpirun(request, package=shape.package)
+    command = program_command(shape.script, shape.package)
+    start = line.index("mpi4py") + 1
+    return [*line[: start + len(command)], *shape.args(None)]
 
 
 def _hosts(
