@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from smmpi import config
 from smmpi.aws.clients import resolve_region
 from smmpi.aws.clients import session as aws_session
 from smmpi.aws.errors import MISSING_BUCKET, error_code
+from smmpi.runners.local.mpi import mpirun_path
 
 _SMOKE = (
     "from mpi4py import MPI; c = MPI.COMM_WORLD; "
@@ -135,10 +135,10 @@ def _smoke_check(mpirun: str, launcher: tuple[str, str] | None, timeout: float) 
 
 
 def mpi_checks(smoke: bool = True, timeout: float = 60.0) -> list[Check]:
-    """mpirun on PATH, mpi4py's library matching it, and a 2-rank run through mpirun."""
-    mpirun = shutil.which("mpirun")
+    """The mpirun runs use, mpi4py's library matching it, and a 2-rank run through it."""
+    mpirun, where = mpirun_path()
     if mpirun is None:
-        return [Check("mpirun", "fail", "not found on PATH", _MPIRUN_FIX)]
+        return [Check("mpirun", "fail", f"not found ({where})", _MPIRUN_FIX)]
     code, out = _run([mpirun, "--version"], 30)
     launcher = parse_mpi_version(out)
     label = _label(launcher, out)

