@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from smmpi.runners.hosts.argv import substitutions
+from smmpi.toolkit.mpirun import PLACEMENT_AND_TRANSPORT
 
 # Options of the toolkit's command that take one value.
 _WITH_VALUE = frozenset({"--host", "-np", "-bind-to", "--bind-to", "-map-by", "--map-by", "-x"})
@@ -142,21 +143,11 @@ def local_flags(custom_options: Sequence[str]) -> list[str]:
     ``-x`` settings are not among them: Open MPI 4.1 applies a ``-x`` given before the
     first app context to that context only, so :func:`exports` are repeated in each.
     """
-    toolkit = [
-        "-bind-to",
-        "none",
-        "-map-by",
-        "slot",
-        "-mca",
-        "pml",
-        "ob1",
-        "-mca",
-        "orte_abort_on_non_zero_status",
-        "1",
-        "-mca",
-        "btl_vader_single_copy_mechanism",
-        "none",
-    ]
+    # The toolkit's own placement and transports; ``btl ^openib`` is left out, as it always was
+    # here (no openib component is built in the wheel).
+    fixed = list(PLACEMENT_AND_TRANSPORT)
+    at = fixed.index("^openib") - 2
+    toolkit = fixed[:at] + fixed[at + 3 :]
     flags: list[str] = []
     for row in translate([*toolkit, *custom_options]):
         if row.local[:1] != ("-x",):
