@@ -346,7 +346,8 @@ def test_logs_escape_control_characters_from_cloudwatch(
     moto_server: MotoServer, env: dict[str, str]
 ) -> None:
     """`smmpi logs` shows a rank's escape sequences as text, not to the terminal."""
-    from tests.ops.test_cloudwatch import JOB, create_job, write_streams
+    from tests.ops.jobs import JOB, create_job
+    from tests.ops.test_cloudwatch import write_streams
 
     create_job(moto_server)
     write_streams(

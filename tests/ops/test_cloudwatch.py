@@ -12,18 +12,10 @@ import pytest
 from smmpi.mpi_output import FailureScan
 from smmpi.ops import cloudwatch
 from smmpi.ops import status as ops_status
-from tests.helpers import MotoServer, smmpi
+from tests.helpers import MotoServer
+from tests.ops.jobs import JOB, cli_env, create_job, run
 
 pytestmark = pytest.mark.aws
-
-
-SECRET = "testing-secret-do-not-print"
-
-
-JOB = "smmpi-demo-2026-11-21-19-56-11-281"
-
-
-BUCKET = "smmpi-test-bucket"
 
 
 # Seed 004's worker and master toolkit lines, then the program's tagged output
@@ -69,33 +61,6 @@ ARR = "[0 1 2 3 4 5 6 7 8 9]"
 AVG = "my avg is: [2.5 2.5 2.5 2.5 2.5 2.5 2.5 2.5 2.5 2.5]"
 
 
-def create_job(
-    moto: MotoServer, name: str = JOB, tagged: bool = True, count: int = 3, ppn: int = 2
-) -> None:
-    sm = moto.boto3_client("sagemaker")
-    sm.create_training_job(
-        TrainingJobName=name,
-        AlgorithmSpecification={
-            "TrainingImage": "763104351884.dkr.ecr.us-west-2.amazonaws.com/"
-            "tensorflow-training:2.14-cpu-py310",
-            "TrainingInputMode": "File",
-        },
-        RoleArn="arn:aws:iam::123456789012:role/smmpi-ExecutionRole",
-        OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/jobs"},
-        ResourceConfig={
-            "InstanceType": "ml.c5.2xlarge",
-            "InstanceCount": count,
-            "VolumeSizeInGB": 30,
-        },
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
-        HyperParameters={
-            "sagemaker_mpi_enabled": "true",
-            "sagemaker_mpi_num_of_processes_per_host": str(ppn),
-        },
-        Tags=[{"Key": "smmpi:managed", "Value": "true"}] if tagged else [],
-    )
-
-
 def write_streams(moto: MotoServer, streams: dict[str, str], name: str = JOB) -> None:
     logs = moto.boto3_client("logs")
     group = cloudwatch.LOG_GROUP
@@ -116,17 +81,6 @@ def write_streams(moto: MotoServer, streams: dict[str, str], name: str = JOB) ->
 def seed_job(moto: MotoServer) -> None:
     create_job(moto)
     write_streams(moto, {"algo-1": ALGO1, "algo-2": ALGO2, "algo-3": ALGO3})
-
-
-def cli_env(env: dict[str, str], moto: MotoServer) -> dict[str, str]:
-    return {**env, **moto.aws_env()}
-
-
-def run(args: list[str], env: dict[str, str]) -> Any:
-    done = smmpi(args, env)
-    assert SECRET not in done.stdout + done.stderr
-    assert "Traceback" not in done.stderr, done.stderr
-    return done
 
 
 def test_logs_demux_groups_each_rank_including_shared_lines(

@@ -9,7 +9,8 @@ import pytest
 from smmpi.mpi_output import FailureScan, LineAssembler
 from smmpi.toolkit.tags import rewrite
 from tests.helpers import MotoServer
-from tests.ops.test_cloudwatch import JOB, cli_env, create_job, run, write_streams
+from tests.ops.jobs import JOB, cli_env, create_job, run
+from tests.ops.test_cloudwatch import write_streams
 from tests.oracle.conftest import SEED_004, WATCH
 
 
