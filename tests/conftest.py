@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import time
 import urllib.request
@@ -89,3 +90,15 @@ def aws(moto_server: MotoServer, env: dict[str, str]) -> dict[str, str]:
     out = {**env, **moto_server.aws_env()}
     out.pop("AWS_EC2_METADATA_DISABLED", None)
     return out
+
+
+@pytest.fixture
+def no_aws_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No credentials, no SMMPI_* settings: planning must not need them."""
+    for var in list(os.environ):
+        if var.startswith(("AWS_", "SMMPI_")):
+            monkeypatch.delenv(var)
+    monkeypatch.setenv("SMMPI_CONFIG", str(tmp_path / "none.json"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")

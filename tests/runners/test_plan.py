@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
-from pathlib import Path
 
 import pytest
 
@@ -21,16 +19,7 @@ ROLE = "arn:aws:iam::123456789012:role/x"
 JOB_NAME = "smmpi-demo-GOLDEN"
 
 
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No credentials, no SMMPI_* settings: planning must not need them."""
-    for var in list(os.environ):
-        if var.startswith(("AWS_", "SMMPI_")):
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("SMMPI_CONFIG", str(tmp_path / "none.json"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+pytestmark = pytest.mark.usefixtures("no_aws_settings")
 
 
 @pytest.mark.parametrize("framework", ["tensorflow", "pytorch"])

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shlex
-from pathlib import Path
 
 import pytest
 
@@ -30,16 +28,7 @@ SEED_004_MPIRUN = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No credentials, no SMMPI_* settings: planning must not need them."""
-    for var in list(os.environ):
-        if var.startswith(("AWS_", "SMMPI_")):
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("SMMPI_CONFIG", str(tmp_path / "none.json"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+pytestmark = pytest.mark.usefixtures("no_aws_settings")
 
 
 def test_mpirun_matches_seed_004_modulo_toolkit_5() -> None:
