@@ -172,3 +172,14 @@ def make_bucket(moto: MotoServer, name: str, region: str = "us-west-2") -> None:
     moto.boto3_client("s3", region).create_bucket(
         Bucket=name, CreateBucketConfiguration={"LocationConstraint": region}
     )
+
+
+def write(path: Path, text: str) -> Path:
+    """Write a small test program or file, and give its path back."""
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def no_run_dirs(tmp: Path) -> bool:
+    """No ``smmpi-run-*`` folder is left in ``tmp`` (a run's private TMPDIR)."""
+    return not any(tmp.glob("smmpi-run-*"))

@@ -4,23 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from tests.helpers import smmpi
-
-
-def _write(path: Path, text: str) -> Path:
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def run_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    """The clean env with TMPDIR private to the test, so created run dirs can be counted."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env["TMPDIR"] = str(tmp)
-    return env
+from tests.helpers import smmpi, write
 
 
 def test_users_sitecustomize_still_runs(run_env: dict[str, str], tmp_path: Path) -> None:
@@ -32,7 +16,7 @@ def test_users_sitecustomize_still_runs(run_env: dict[str, str], tmp_path: Path)
     site = tmp_path / "usersite"
     site.mkdir()
     (site / "sitecustomize.py").write_text("import os\nos.environ['USER_SITE_RAN'] = 'yes'\n")
-    script = _write(
+    script = write(
         site / "site_check.py",
         (
             "import os\nfrom mpi4py import MPI\n"

