@@ -27,7 +27,8 @@ from smmpi.runners.local.mpi import mpirun_path
 
 _SMOKE = (
     "from mpi4py import MPI; c = MPI.COMM_WORLD; "
-    "print('smoke', c.Get_size(), c.allreduce(c.Get_rank()), flush=True)"
+    # one write per rank: print() with several arguments may interleave across the two ranks
+    "import sys; sys.stdout.write(f'smoke {c.Get_size()} {c.allreduce(c.Get_rank())}\\n')"
 )
 _LIBRARY = (
     "import mpi4py; mpi4py.rc.initialize = False; mpi4py.rc.finalize = False; "

@@ -13,8 +13,8 @@ SEED_004 = [
 
 def test_is_tagged_and_split() -> None:
     assert is_tagged("[1,0]<stdout>:hello") and not is_tagged("mpirun noticed that")
-    assert split_tags("[1,0]<stderr>: with Open MPI 5's space") == [
-        Tagged(0, "stderr", "with Open MPI 5's space")
+    assert split_tags("[1,0]<stderr>:  indented as the rank wrote it") == [
+        Tagged(0, "stderr", "  indented as the rank wrote it")
     ]
     assert split_tags("untagged [1,0]<stdout>:x") == []
 

@@ -213,6 +213,8 @@ class Strays:
                         cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
                 except OSError:
                     continue
+                if not cmd:  # a zombie: it has ended already, and reap() collects it
+                    continue
                 self.killed.append({"rank": rank, "pid": pid, "command": cmd})
                 kill([pid], signal.SIGKILL)
 
