@@ -49,23 +49,6 @@ MPI.COMM_WORLD.Barrier()
 '''
 
 
-@pytest.fixture
-def local_env(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str]
-) -> dict[str, str]:
-    """No AWS credentials; local jobs under the test's own folder."""
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    for key in [k for k in list(__import__("os").environ) if k.startswith(("AWS_", "SMMPI_"))]:
-        if key not in env:
-            monkeypatch.delenv(key, raising=False)
-    jobs = tmp_path / "local-jobs"
-    monkeypatch.setenv("SMMPI_LOCAL_JOBS", str(jobs))
-    monkeypatch.setenv("SMMPI_CONFIG", env["SMMPI_CONFIG"])
-    env["SMMPI_LOCAL_JOBS"] = str(jobs)
-    return env
-
-
 def _members(archive: Path) -> dict[str, bytes]:
     with tarfile.open(archive) as tar:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
