@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -13,6 +14,22 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
+
+
+def _run_dirs() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("smmpi-run-*"))
+
+
+@pytest.fixture(autouse=True)
+def no_run_dir_left() -> Iterator[None]:
+    """After every test, no run folder (``$TMPDIR/smmpi-run-*``) that the test's runs made is
+    left. A reaper may still be removing one for a run that smmpi did not outlive: wait 10 s."""
+    before = _run_dirs()
+    yield
+    deadline = time.monotonic() + 10
+    while (left := _run_dirs() - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"run folders left behind: {sorted(map(str, left))}"
 
 
 @pytest.fixture(autouse=True)

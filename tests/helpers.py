@@ -39,8 +39,11 @@ def free_port() -> int:
 
 
 def base_env(tmp_path: Path) -> dict[str, str]:
-    """An environment with no real AWS credentials or config, MPI allowed as root."""
+    """An environment with no real AWS credentials or config, MPI allowed as root. The one
+    setting kept is ``SMMPI_ISOLATION``, so the whole suite can run in either local mode."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMMPI_"))}
+    if "SMMPI_ISOLATION" in os.environ:  # `SMMPI_ISOLATION=processes make test`: the fallback
+        env["SMMPI_ISOLATION"] = os.environ["SMMPI_ISOLATION"]
     env.update(
         PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
         OMPI_ALLOW_RUN_AS_ROOT="1",

@@ -1,8 +1,10 @@
 """The README cannot rot: every `bash` block in it runs here, and the output it shows is checked.
 
 Each block runs as written, with `bash -e -o pipefail`, in a fresh folder, with the venv first on
-PATH and no AWS credentials of the machine. A command that is meant to fail is written
-`... || echo "exit N"`. The `text` block that follows a `bash` block shows that block's output:
+PATH, no AWS credentials of the machine and smmpi's default local mode (the output it shows is
+that mode's, whatever ``SMMPI_ISOLATION`` the suite runs under). A command that is meant to
+fail is written `... || echo "exit N"`. The `text` block that follows a `bash` block shows that
+block's output:
 every line of it without `...`, a duration or an address must appear in what the block printed.
 The set-up block (`make demo`, `make test`) is the one exception: CI runs `make test` itself, and
 `test_make_demo_runs_what_the_readme_says` checks what `make demo` runs.
@@ -52,6 +54,7 @@ def test_readme_block(
     name: str, script: str, expected: str | None, env: dict[str, str], tmp_path: Path
 ) -> None:
     env["SMMPI_LOCAL_JOBS"] = str(tmp_path / "local-jobs")
+    env.pop("SMMPI_ISOLATION", None)
     proc = subprocess.Popen(
         ["bash", "-e", "-o", "pipefail", "-c", script],
         cwd=tmp_path,

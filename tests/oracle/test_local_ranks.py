@@ -10,6 +10,7 @@ host, variable by variable, modulo the documented substitutions
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,13 @@ def test_smmpi_run_gives_ranks_what_a_request_would(tmp_path: Path, env: dict[st
     done = smmpi(args, run_env)
     assert done.returncode == 0, done.stderr
     kept = Path(done.stderr.split("host trees kept under ", 1)[1].split()[0])
+    try:
+        _check_kept_trees(kept, src, dumps)
+    finally:
+        shutil.rmtree(kept)
+
+
+def _check_kept_trees(kept: Path, src: Path, dumps: Path) -> None:
     roots = {h.name: str(h / "opt" / "ml") for h in sorted(kept.glob("algo-*"))}
     start = smmpi_side.container_start_of(
         smmpi_side.run_shape(src / "dump.py", 2, 2, "ml.p3.8xlarge")

@@ -52,8 +52,11 @@ def nothing_left(machine: Machine) -> Iterator[None]:
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
+    """These tests are about isolated hosts: they run in that mode whatever the suite's
+    ``SMMPI_ISOLATION`` says (the tests that force the fallback say so on the command line)."""
     env = base_env(tmp_path)
     env["SMMPI_LOCAL_JOBS"] = str(tmp_path / "local-jobs")
+    env["SMMPI_ISOLATION"] = "hosts"
     return env
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,10 @@ def test_seed_entry_points(
         assert f"rank {rank} ({host}):" in text
     assert f"{size} ranks on {instances} emulated host(s) completed" in r.stderr
     assert no_run_dirs(Path(run_env["TMPDIR"]))
+    # The suite runs in the mode it was asked for (`SMMPI_ISOLATION=processes make test`'s pass).
+    fallback = os.environ.get("SMMPI_ISOLATION") == "processes"
+    mode = "processes mode" if fallback else "isolated hosts"
+    assert r.stderr.splitlines()[0].endswith(f"ranks ({mode})"), r.stderr
     if entry == "demo":
         assert f"Number of MPI processes that will talk to each other: {size}" in text
         assert f"demo: all {size} ranks verified their results" in text
