@@ -1,8 +1,9 @@
 """Fault injection: the real `smmpi` CLI runs small faulty programs; nothing may outlive a run.
 
-Every test's environment carries a unique ``SMMPI_FAULT_MARK``; the ``fault_env``
-fixture fails the test if any process carrying it (mpirun, a rank, a rank's
-child in its own session) is still alive afterwards, and then kills it.
+Every test's environment carries a unique ``SMMPI_FAULT_MARK`` and a private ``TMPDIR``; the
+``fault_env`` fixture fails the test if, afterwards, any process carrying the mark (mpirun, a rank,
+a rank's child in its own session) is still alive (and then kills it), a run folder is left in the
+``TMPDIR``, or the machine has a namespace, network link or mount that it did not have before.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from tests.runners.hosts.footprint import Machine, namespaces_in_use, new_namespaces
 
 MARK = "SMMPI_FAULT_MARK"
 
@@ -63,9 +66,13 @@ def fault_env(env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:
         SMMPI_LOCAL_JOBS=str(tmp_path / "local-jobs"),
         **{MARK: mark},
     )
+    machine, namespaces = Machine.now(), namespaces_in_use()
     try:
         yield env
         left = leftovers(mark)
         assert not left, f"processes outlived the run: {left}"
+        assert not list(tmp.glob("smmpi-run-*")), "a run folder outlived the run"
+        assert not new_namespaces(namespaces), "namespaces outlived the run"
+        assert Machine.now() == machine, "links, mounts or /opt changed"
     finally:
         kill_marked(mark)

@@ -67,6 +67,21 @@ def holders_of(namespaces: set[str]) -> list[str]:
     return left
 
 
+def namespaces_in_use() -> set[str]:
+    """Every namespace some process of the machine is in."""
+    return {ns for pid in _pids() for kind in KINDS if (ns := _ns(pid, kind))}
+
+
+def new_namespaces(before: set[str], timeout: float = 10.0) -> set[str]:
+    """Namespaces in use that were not in ``before``, once they had ``timeout`` s to go."""
+    deadline = time.monotonic() + timeout
+    new = namespaces_in_use() - before
+    while new and time.monotonic() < deadline:
+        time.sleep(0.1)
+        new = namespaces_in_use() - before
+    return new
+
+
 def wait_gone(namespaces: set[str], timeout: float = 10.0) -> list[str]:
     deadline = time.monotonic() + timeout
     left = holders_of(namespaces)

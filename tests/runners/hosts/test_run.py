@@ -19,35 +19,19 @@ import pytest
 from smmpi.runners.hosts.argv import isolated_argv
 from tests.helpers import BIN, ROOT, base_env, smmpi
 from tests.runners.hosts.conftest import NOBODY, give_to_nobody, python_for_nobody
-from tests.runners.hosts.footprint import KINDS, Machine
+from tests.runners.hosts.footprint import Machine, namespaces_in_use, new_namespaces
 
 HERE = Path(__file__).resolve().parent
 PROBE = HERE / "probe.py"
 DEMO = HERE / "seed004" / "mpi_demo.py"
 
 
-def _all_namespaces() -> set[str]:
-    found = set()
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
-        for kind in KINDS:
-            try:
-                found.add(os.readlink(f"/proc/{pid}/ns/{kind}"))
-            except OSError:
-                pass
-    return found
-
-
 @pytest.fixture
 def nothing_left(machine: Machine) -> Iterator[None]:
     """After the test: no namespace that was not there before, and the same links and mounts."""
-    before = _all_namespaces()
+    before = namespaces_in_use()
     yield
-    deadline = time.monotonic() + 10
-    new = _all_namespaces() - before
-    while new and time.monotonic() < deadline:
-        time.sleep(0.1)
-        new = _all_namespaces() - before
-    assert new == set()
+    assert new_namespaces(before) == set()
 
 
 @pytest.fixture
