@@ -78,39 +78,62 @@ def setup_teardown(runs: int) -> None:
         )
 
 
+def demo_in_pod() -> Callable[[], None]:
+    """The container's line for 3 x 2 run in a fresh pod, without smmpi: the emulated cluster's
+    own cost (instances, an orted per remote instance, TCP between them)."""
+
+    def run() -> None:
+        folder = Path(tempfile.mkdtemp(prefix="smmpi-bench-"))
+        try:
+            pod = make_pod(folder, 3)
+            for tree in pod.opt_ml:
+                for module in (ROOT / "entry_points").glob("*.py"):
+                    shutil.copy2(module, tree / "code")
+            argv = ["mpirun", "--host", "algo-1:2,algo-2:2,algo-3:2", "-np", "6"]
+            argv += [*CONTAINER_FLAGS, "-mca", "plm_rsh_agent", str(launch.agent_path(pod))]
+            argv += ["-wdir", "/opt/ml/code", sys.executable, "-m", "mpi4py", "demo.py"]
+            proc = launch.start(pod, argv, ENV, "/", stdout=subprocess.DEVNULL)
+            check(proc.wait())
+        finally:
+            shutil.rmtree(folder)
+
+    return run
+
+
 def demo_runs(runs: int) -> None:
-    """`smmpi run demo -N 3 -n 2` in each mode against a bare mpirun of the same Open MPI."""
+    """`smmpi run demo -N 3 -n 2` in each mode against a bare mpirun of the same Open MPI, and
+    against the container's line in a pod without smmpi (what isolated hosts cost by themselves)."""
     print("## smmpi run demo -N 3 -n 2 (median of runs, alternating)")
     env = {**os.environ, **ENV, "SAGEMAKER_SUPPRESS_V2_WARNING": "1"}
     smmpi = str(BIN / "smmpi")
-    bare_argv = [str(BIN / "mpirun"), "--oversubscribe", "-np", "6"]
+
+    def command(argv: list[str], cwd: Path) -> Callable[[], None]:
+        return lambda: check(subprocess.run(argv, cwd=cwd, env=env, capture_output=True).returncode)
+
+    bare = [str(BIN / "mpirun"), "--oversubscribe", "-np", "6", sys.executable, "-m", "mpi4py"]
     cases = {
-        "bare mpirun --oversubscribe -np 6 python -m mpi4py demo.py": (
-            [*bare_argv, sys.executable, "-m", "mpi4py", "demo.py"],
-            ROOT / "entry_points",
+        "bare mpirun --oversubscribe -np 6 python -m mpi4py demo.py": command(
+            [*bare, "demo.py"], ROOT / "entry_points"
         ),
-        "smmpi run demo -N 3 -n 2 --isolation hosts": (
-            [smmpi, "run", "demo", "-N", "3", "-n", "2", "--isolation", "hosts"],
-            ROOT,
+        "the container's line in a pod of 3, no smmpi": demo_in_pod(),
+        "smmpi run demo -N 3 -n 2 --isolation hosts": command(
+            [smmpi, "run", "demo", "-N", "3", "-n", "2", "--isolation", "hosts"], ROOT
         ),
-        "smmpi run demo -N 3 -n 2 --isolation processes": (
-            [smmpi, "run", "demo", "-N", "3", "-n", "2", "--isolation", "processes"],
-            ROOT,
+        "smmpi run demo -N 3 -n 2 --isolation processes": command(
+            [smmpi, "run", "demo", "-N", "3", "-n", "2", "--isolation", "processes"], ROOT
         ),
     }
     times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(runs):
-        for name, (argv, cwd) in cases.items():
-            times[name].append(
-                timed(
-                    lambda a=argv, c=cwd: check(
-                        subprocess.run(a, cwd=c, env=env, capture_output=True).returncode
-                    )
-                )
-            )
-    bare = median(times[next(iter(cases))])
+        for name, case in cases.items():
+            times[name].append(timed(case))
+    names = list(cases)
+    bare_s, pod_s = median(times[names[0]]), median(times[names[1]])
     for name, values in times.items():
-        print(f"{name:52s} {median(values):6.3f} s  {median(values) / bare:5.2f}x bare")
+        print(
+            f"{name:52s} {median(values):6.3f} s  {median(values) / bare_s:5.2f}x bare"
+            f"  {median(values) / pod_s:5.2f}x the pod's line"
+        )
 
 
 def check(code: int) -> None:
@@ -176,10 +199,12 @@ def pingpong(runs: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", choices=("setup", "demo", "pingpong"), help="one part only")
     args = parser.parse_args()
-    setup_teardown(args.runs)
-    demo_runs(args.runs)
-    pingpong(args.runs)
+    parts = {"setup": setup_teardown, "demo": demo_runs, "pingpong": pingpong}
+    for name, part in parts.items():
+        if args.only in (None, name):
+            part(args.runs)
     return 0
 
 

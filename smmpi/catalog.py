@@ -13,6 +13,7 @@ in ``sagemaker/fw_utils.py`` archives the script alone), or the whole
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import shutil
@@ -109,6 +110,14 @@ class Program:
 
     def files(self) -> Iterator[tuple[Path, str]]:
         """(absolute path, archive name) of every file of the code dir."""
+        return iter(self._files)
+
+    @functools.cached_property
+    def _files(self) -> tuple[tuple[Path, str], ...]:
+        """Found once: the run lays the same code dir out on every emulated host."""
+        return tuple(self._find_files())
+
+    def _find_files(self) -> Iterator[tuple[Path, str]]:
         if self.packaged:
             for name in sorted({self.script, RUNTIME_MODULE, *self._local_imports()}):
                 yield self.source_dir / name, name

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tarfile
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,15 @@ def processes_with(marker: str) -> list[str]:
             continue
         if marker in cmd and state != "Z":
             found.append(cmd)
+    return found
+
+
+def processes_left(marker: str, grace: float = 10.0) -> list[str]:
+    """``processes_with(marker)`` once they had ``grace`` s to be reaped (a deadline, not a
+    timing check: a loaded machine can be slow to reap a killed process)."""
+    deadline = time.monotonic() + grace
+    while (found := processes_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
     return found
 
 

@@ -58,6 +58,12 @@ def find_launcher() -> Launcher:
     mpirun, _ = mpirun_path()
     if not mpirun:
         raise MPINotFound(f"mpirun not found: {INSTALL_HINT}")
+    return _launcher_at(mpirun)
+
+
+@lru_cache(maxsize=4)
+def _launcher_at(mpirun: str) -> Launcher:
+    """What ``mpirun --version`` says, asked once per process (~50 ms)."""
     try:
         out = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=30)
         text = out.stdout + out.stderr
