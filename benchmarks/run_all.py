@@ -17,6 +17,7 @@ SCRIPTS = [
     "bench_pingpong.py",
     "bench_train.py",
     "bench_hosts.py",
+    "bench_scale.py",
 ]
 
 
