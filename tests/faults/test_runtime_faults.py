@@ -7,6 +7,7 @@ code, and (through the ``fault_env`` fixture) that no process outlives the run.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -208,22 +209,13 @@ def test_two_hundred_hosts_run(fault_env: dict[str, str], tmp_path: Path) -> Non
         "    assert hosts == [f'algo-{i + 1}' for i in range(200)], hosts\n"
         "    print('hosts ok', len(hosts), flush=True)\n",
     )
-    # processes mode: each app context's SM_CURRENT_HOST (isolated hosts forward algo-1's)
-    args = [
-        "run",
-        str(prog),
-        "-N",
-        "200",
-        "-n",
-        "1",
-        "--timeout",
-        "600",
-        "--isolation",
-        "processes",
-    ]
+    # auto picks processes mode above 64 instances (each app context's own CURRENT_HOST)
+    args = ["run", str(prog), "-N", "200", "-n", "1", "--timeout", "600"]
     r = smmpi(args, fault_env, timeout=700)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "hosts ok 200" in r.stdout
+    if os.environ.get("SMMPI_ISOLATION") != "processes":
+        assert "smmpi: processes mode (isolated hosts run at most 64 instances)" in r.stderr
     assert not any(Path(fault_env["TMPDIR"]).iterdir())
 
 

@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,12 @@ class Launch:
     translate: Callable[[int], dict[int, int]] | None = None
 
 
-def choose(requested: str | None) -> tuple[str, str | None]:
+# Above this many instances, Open MPI 4.1's TCP connections between isolated instances on one
+# machine fail ("connect() ... failed: Operation now in progress"): 64 ran, 128 did not.
+HOSTS_MAX = 64
+
+
+def choose(requested: str | None, instances: int = 1) -> tuple[str, str | None]:
     """The mode that will run, and why not ``hosts`` when it is ``processes`` (or None).
 
     ``requested`` is ``--isolation``, else ``$SMMPI_ISOLATION``, else ``auto``.
@@ -64,6 +69,10 @@ def choose(requested: str | None) -> tuple[str, str | None]:
         raise BadInput("isolation", mode, " | ".join(MODES))
     if mode == "processes":
         return mode, "asked for"
+    if instances > HOSTS_MAX:
+        if mode == "hosts":
+            raise BadInput("isolation", mode, f"auto or processes above {HOSTS_MAX} instances")
+        return "processes", f"isolated hosts run at most {HOSTS_MAX} instances"
     reason = open_mpi_4_reason() or launch.quick_reason()
     if reason is None:
         return "hosts", None
@@ -166,6 +175,7 @@ def _hosts(
     extra_paths: Sequence[str],
 ) -> Launch:
     base = {**launch_env(launcher.env(), os.environ), **installed_mpi(launcher.mpirun)}
+    base |= sharing_cores(shape.world_size, base)
     envs = tuple(
         {**base, **_host_env(shape, run_dir, h, extra_env, extra_paths)} for h in shape.hosts
     )
@@ -184,6 +194,21 @@ def _hosts(
     inside[inside.index("--parent") + 1] = "1"  # the pod's first process
     command = launch.command(pod, inside, envs[0], f"{CONTAINER_ROOT}/code")
     return Launch(command, {**os.environ, **launch.pod_env()}, "hosts", pids.outside_ids)
+
+
+def sharing_cores(world_size: int, env: Mapping[str, str]) -> dict[str, str]:
+    """Ranks that wait yield the core when the world has more ranks than this machine has cores.
+
+    Each emulated instance tells Open MPI it has ``processes_per_host`` slots, so a waiting
+    rank polls without yielding, as it may on a real instance with a core of its own. Here
+    every instance shares this machine's cores: 64 ranks polling on 2 cores starve the ones
+    with work to do (and the orted daemons), and a 16 x 4 demo took twice as long. Open MPI
+    yields by itself when it knows it is oversubscribed (processes mode's ``--oversubscribe``).
+    """
+    name = "OMPI_MCA_mpi_yield_when_idle"
+    if name in env or world_size <= len(os.sched_getaffinity(0)):
+        return {}
+    return {name: "1"}
 
 
 def installed_mpi(mpirun: str) -> dict[str, str]:

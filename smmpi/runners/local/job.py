@@ -183,7 +183,7 @@ def run_request(
     say = options.progress
     shape = shape_from_request(request)
     name = check_job_name(shape.job_name)
-    mode, why_not_hosts = isolation.choose(options.isolation)
+    mode, why_not_hosts = isolation.choose(options.isolation, shape.instances)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
     check_timeout(options.timeout)
     check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate

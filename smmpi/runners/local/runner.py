@@ -42,7 +42,7 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
     one log file per rank. Rank 0 reads this process's stdin, as under mpirun.
     """
     say = options.progress
-    mode, why_not_hosts = isolation.choose(options.isolation)
+    mode, why_not_hosts = isolation.choose(options.isolation, shape.instances)
     preflight()  # fail on a missing MPI before creating anything
     check_timeout(options.timeout)
     check_bounds(shape, Path(tempfile.gettempdir()) / "smmpi-run-xxxxxxxx")

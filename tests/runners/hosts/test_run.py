@@ -214,7 +214,34 @@ def test_bad_isolation_is_refused(env: dict[str, str], tmp_path: Path) -> None:
     r = smmpi(["run", "demo"], env)
     assert r.returncode == 2
     assert r.stderr.strip() == ("smmpi: invalid isolation: 'vm'; allowed: auto | hosts | processes")
+    env["SMMPI_ISOLATION"] = "hosts"
+    for command in (["run", "demo"], ["submit", "demo", "--local"]):
+        r = smmpi([*command, "-N", "65", "-n", "1", "--timeout", "60"], env)
+        assert r.returncode == 2
+        assert r.stderr.strip() == (
+            "smmpi: invalid isolation: 'hosts'; allowed: auto or processes above 64 instances"
+        )
     assert not (tmp_path / "local-jobs").exists()
+
+
+def test_sixty_four_isolated_hosts_run(
+    env: dict[str, str], tmp_path: Path, nothing_left: None
+) -> None:
+    """The largest isolated world: 64 instances, each rank on its own host, over TCP."""
+    script = tmp_path / "sum.py"
+    script.write_text(
+        "import socket\nfrom mpi4py import MPI\n"
+        "c = MPI.COMM_WORLD\n"
+        "hosts = c.gather(socket.gethostname())\n"
+        "total = c.allreduce(c.Get_rank())\n"
+        "if c.Get_rank() == 0:\n"
+        "    assert hosts == [f'algo-{k}' for k in range(1, 65)], hosts\n"
+        "    print('sum', total, flush=True)\n"
+    )
+    r = smmpi(["run", str(script), "-N", "64", "-n", "1", "--timeout", "300"], env, timeout=400)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stderr.splitlines()[0].endswith("= 64 ranks (isolated hosts)")
+    assert "sum 2016" in r.stdout
 
 
 def test_an_unprivileged_user_runs_isolated_hosts(tmp_path: Path, nothing_left: None) -> None:
