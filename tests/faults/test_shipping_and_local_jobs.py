@@ -9,8 +9,8 @@ create is never touched.
 
 from __future__ import annotations
 
-import ast
 import json
+import modulefinder
 import os
 from pathlib import Path
 
@@ -133,26 +133,26 @@ def test_a_large_source_dir_is_warned_about_before_upload(
     assert warning < created
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-    return names
+def _siblings_needed(script: Path) -> set[str]:
+    """The modules beside ``script`` that it imports, directly or not, as Python's own
+    ``modulefinder`` finds them (searching only the script's folder)."""
+    finder = modulefinder.ModuleFinder(path=[str(script.parent)])
+    finder.run_script(str(script))
+    return {
+        f"{name}.py"
+        for name, module in finder.modules.items()
+        if name != "__main__" and module.__file__ and Path(module.__file__).parent == script.parent
+    }
 
 
 def test_packaged_entry_points_ship_every_sibling_module_they_import() -> None:
     from smmpi.catalog import entry_points_dir, packaged, resolve
 
-    siblings = {p.stem for p in entry_points_dir().glob("*.py")}
     for ep in packaged():
         shipped = {name for _, name in resolve(ep.name).files()}
-        for path, name in resolve(ep.name).files():
-            needed = {f"{m}.py" for m in _imports(path) & siblings}
-            assert needed <= shipped, (ep.name, name, needed - shipped)
+        needed = _siblings_needed(entry_points_dir() / f"{ep.name}.py")
+        assert needed <= shipped, (ep.name, needed - shipped)
+    assert "broadcast.py" in _siblings_needed(entry_points_dir() / "demo.py")
 
 
 # ---------------------------------------------------------------- local jobs
