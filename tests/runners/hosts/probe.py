@@ -38,5 +38,6 @@ seen = {
     "eth0_bytes": moved,
     "library": MPI.Get_library_version().split(",")[0],
     "argv": sys.argv[1:],
+    "yield_when_idle": os.environ.get("OMPI_MCA_mpi_yield_when_idle"),
 }
 print(json.dumps(seen), flush=True)
