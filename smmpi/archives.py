@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import tarfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -53,10 +54,37 @@ def extract(archive: Path | bytes, dest: Path, *, links: bool = False) -> list[P
             if not inside or m.isdev() or (not links and (m.issym() or m.islnk())):
                 raise SmmpiError(f"{name}: refusing unsafe member {m.name!r}")
         try:
-            tar.extractall(root, filter="data")
+            _extract_all(tar, root, members)
         except tarfile.TarError as err:  # the data filter's refusals (absolute links, ...)
             raise SmmpiError(f"{name}: refusing unsafe member: {err}") from None
     return [root / m.name for m in members if m.isfile()]
+
+
+def _extract_all(tar: tarfile.TarFile, root: Path, members: list[tarfile.TarInfo]) -> None:
+    """``extractall`` with the ``data`` filter, or its rules where Python predates it.
+
+    Python 3.10.12 and 3.11.4 brought the filters; Debian 12's 3.11.2 has none.
+    """
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(root, filter="data")
+        return
+    for m in members:
+        _data_rules(m, root)
+    tar.extractall(root, members=members)
+
+
+def _data_rules(m: tarfile.TarInfo, root: Path) -> None:
+    """The ``data`` filter's rules: links stay inside, no special bits, no owner from the tar."""
+    if m.issym() or m.islnk():
+        base = (root / m.name).parent if m.issym() else root
+        target = (base / m.linkname).resolve()
+        if os.path.isabs(m.linkname) or not (target == root or root in target.parents):
+            raise tarfile.TarError(f"{m.name!r} links outside the folder ({m.linkname!r})")
+    if m.isfile():
+        m.mode = (m.mode & 0o755) | 0o600
+    elif m.isdir():
+        m.mode = (m.mode & 0o755) | 0o700
+    m.uid, m.gid, m.uname, m.gname = os.getuid(), os.getgid(), "", ""
 
 
 def _open_bytes(data: bytes) -> tarfile.TarFile:
