@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from smmpi.runners.hosts.launch import Pod
+from tests.nobody import nobody_venv
 from tests.runners.hosts.footprint import Machine
 
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LC_ALL": "C"}
@@ -47,20 +45,7 @@ def machine() -> Iterator[Machine]:
     assert after == before
 
 
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-
-
-def python_for_nobody() -> str:
-    """An interpreter user 65534 may execute (this one may live under root's home)."""
-    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
-    for candidate in (sys.executable, os.path.realpath(sys.executable), f"/usr/bin/python{minor}"):
-        again = "import subprocess, sys; subprocess.run([sys.executable, '-c', ''], check=True)"
-        probe = subprocess.run([*NOBODY, candidate, "-c", again], capture_output=True)
-        if probe.returncode == 0:
-            return candidate
-    raise AssertionError(f"no Python {minor} that user 65534 may run")
-
-
-def give_to_nobody(folder: Path) -> None:
-    for path in [folder, *folder.rglob("*")]:
-        os.chown(path, 65534, 65534, follow_symlinks=False)
+@pytest.fixture(scope="session")
+def nobody_python() -> Iterator[str]:
+    """The interpreter of user 65534's own venv with smmpi installed (see tests/nobody.py)."""
+    yield from (str(venv / "bin" / "python") for venv in nobody_venv())

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from smmpi.runners.hosts import launch, pids, plan
-from tests.runners.hosts.conftest import ENV, NOBODY, give_to_nobody, make_pod, python_for_nobody
+from tests.nobody import NOBODY, give_to_nobody
+from tests.runners.hosts.conftest import ENV, make_pod
 from tests.runners.hosts.footprint import Machine, pod_namespaces, wait_gone
 
 # Run on algo-1; visits algo-2 and algo-3 through the launch agent, as Open MPI would.
@@ -87,7 +88,9 @@ def test_each_instance_is_a_host_of_its_own(run_dir: Path, machine: Machine) -> 
         assert (tree / "model" / "where.txt").read_text().strip() == expected
 
 
-def test_an_unprivileged_user_gets_the_same_hosts(run_dir: Path, machine: Machine) -> None:
+def test_an_unprivileged_user_gets_the_same_hosts(
+    run_dir: Path, machine: Machine, nobody_python: str
+) -> None:
     """As user 65534: a user namespace maps it to root, and everything else is as for root."""
     pod = make_pod(run_dir, 3)
     (run_dir / "check.sh").write_text(CHECK)
@@ -105,12 +108,12 @@ def test_an_unprivileged_user_gets_the_same_hosts(run_dir: Path, machine: Machin
         "sys.exit(launch.start(pod, argv, ENV).wait())\n"
     )
     done = subprocess.run(
-        [*NOBODY, python_for_nobody(), "-c", starter, str(run_dir)],
+        [*NOBODY, nobody_python, "-c", starter, str(run_dir)],
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=Path(__file__).resolve().parents[3],
-        env={"PATH": ENV["PATH"], "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
+        cwd=run_dir,
+        env={"PATH": ENV["PATH"]},
     )
     assert done.returncode == 0, done.stderr
     seen = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)

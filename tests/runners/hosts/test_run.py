@@ -7,7 +7,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tarfile
 import tempfile
 import time
@@ -18,7 +17,7 @@ import pytest
 
 from smmpi.runners.hosts.argv import isolated_argv
 from tests.helpers import BIN, ROOT, base_env, smmpi
-from tests.runners.hosts.conftest import NOBODY, give_to_nobody, python_for_nobody
+from tests.nobody import NOBODY, give_to_nobody
 from tests.runners.hosts.footprint import Machine, namespaces_in_use, new_namespaces
 
 HERE = Path(__file__).resolve().parent
@@ -247,23 +246,19 @@ def test_sixty_four_isolated_hosts_run(
     assert "sum 2016" in r.stdout
 
 
-def test_an_unprivileged_user_runs_isolated_hosts(tmp_path: Path, nothing_left: None) -> None:
+def test_an_unprivileged_user_runs_isolated_hosts(
+    tmp_path: Path, nothing_left: None, nobody_python: str
+) -> None:
     """As user 65534: a user namespace maps it to root; the probe sees the same cluster."""
     home = Path(tempfile.mkdtemp(prefix="smmpi-nobody-"))
     try:
         shutil.copy(PROBE, home / "probe.py")
         give_to_nobody(home)
-        site = next(p for p in sys.path if p.endswith("site-packages") and "/.venv" in p)
-        env = {
-            "HOME": str(home),
-            "PATH": f"{BIN}:/usr/bin:/bin",
-            "PYTHONPATH": f"{ROOT}:{site}",
-            "LC_ALL": "C.UTF-8",
-        }
-        cli = "import sys; from smmpi.cli import main; sys.argv[0] = 'smmpi'; main()"
-        argv = [*NOBODY, python_for_nobody(), "-c", cli, "run", str(home / "probe.py")]
+        bin_dir = Path(nobody_python).parent
+        env = {"HOME": str(home), "PATH": f"{bin_dir}:/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+        argv = [*NOBODY, str(bin_dir / "smmpi"), "run", str(home / "probe.py")]
         done = subprocess.run(
-            [*argv, "-N", "2", "-n", "2", "--pass-env", "PYTHONPATH"],  # mpi4py is there
+            [*argv, "-N", "2", "-n", "2"],
             env=env,
             cwd=home,
             capture_output=True,
