@@ -108,7 +108,7 @@ def test_extract_on_a_python_without_tar_filters(tmp_path: Path) -> None:
 def test_the_fallback_rules_match_the_data_filter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delattr(tarfile, "data_filter")
+    monkeypatch.delattr(tarfile, "data_filter", raising=False)
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w:gz") as tar:
         info = tarfile.TarInfo("run.sh")
