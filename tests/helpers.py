@@ -164,6 +164,7 @@ def normalise(data: Any) -> Any:
     """Replace generated job names (smmpi-ENTRY-date) and upload ids with fixed markers."""
     text = json.dumps(data, indent=2, sort_keys=True)
     text = re.sub(r"smmpi-([a-z0-9-]+?)-\d{4}(-\d{2}){5}-\d{3}", r"smmpi-\1-GOLDEN", text)
+    text = re.sub(r"smmpi-([a-z0-9-]+?)-\d{14}\b", r"smmpi-\1-GOLDEN", text)  # ModelTrainer's
     text = re.sub(r"/source/[0-9a-f]{8}/sourcedir", "/source/UPLOAD-ID/sourcedir", text)
     return json.loads(text)
 

@@ -114,6 +114,33 @@ def files_lines(job: MPIJob, shown: int = 20) -> list[str]:
     return lines
 
 
+_BUILT_BY = {
+    "estimator": "the container's sagemaker-training toolkit",
+    "model-trainer": "ModelTrainer's MPI driver, sm_drivers/distributed_drivers/mpi_driver.py, "
+    "run here up to its mpirun",
+}
+
+
+def _model_trainer_lines(plan: Plan) -> list[str]:
+    """What ModelTrainer uploads beside the code, and what its driver forwards to ranks."""
+    if plan.api != "model-trainer":
+        return []
+    lines = [
+        "  api          ModelTrainer (sagemaker.modules.train): the container runs "
+        + shlex.join(
+            [
+                *plan.request["AlgorithmSpecification"].get("ContainerEntrypoint", []),
+                *plan.request["AlgorithmSpecification"].get("ContainerArguments", []),
+            ]
+        )
+    ]
+    for name, files in plan.channels.items():
+        lines.append(f"  channel      {name}: {', '.join(files)}")
+    forwarded = ", ".join(plan.forwarded) or "none (the request's Environment sets none)"
+    lines.append(f"  credentials  forwarded to every rank by the driver's -x: {forwarded}")
+    return lines
+
+
 def render_plan(job: MPIJob, plan: Plan) -> str:
     """Summary first (what a person checks), then the full request and mpirun line."""
     req = plan.request
@@ -150,10 +177,11 @@ def render_plan(job: MPIJob, plan: Plan) -> str:
         lines.append(f"  warm pool    instances kept {job.keep_alive} s after the job for the next")
     lines += cost_lines(cost_estimate(job, plan))
     lines += [f"  note         {note}" for note in plan.notes]
+    lines += _model_trainer_lines(plan)
     mode = local_mode()
     lines += [
         "",
-        "mpirun on algo-1 (built by the container's sagemaker-training toolkit):",
+        f"mpirun on algo-1 (built by {_BUILT_BY[plan.api]}):",
         "  " + shlex.join(plan.mpirun),
         "",
         _HEADER[mode],

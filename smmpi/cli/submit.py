@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 #: CLI flag -> MPIJob field, where they differ.
 _FIELD_OF = {"spot": "use_spot"}
 #: Flags left to MPIJob's default when not given.
-_DEFAULTED = ("instance_type", "max_run")
+_DEFAULTED = ("instance_type", "max_run", "api")
 
 
 def _echo_err(line: str) -> None:
@@ -112,6 +112,15 @@ def _echo_err(line: str) -> None:
 @click.option("--source-dir", default=None, help="Folder uploaded with a user's script.")
 @click.option("--job-name", default=None, help="Training job name [smmpi-ENTRY-DATE].")
 @click.option(
+    "--base-job-name", default=None, help="Job name before the date the SDK appends [smmpi-ENTRY]."
+)
+@click.option(
+    "--api",
+    default=None,
+    help="The SDK API that builds the request: estimator (default; TensorFlow/PyTorch with "
+    "distribution mpi) or model-trainer (ModelTrainer with distributed=MPI).",
+)
+@click.option(
     "--create-bucket",
     is_flag=True,
     help="Create --bucket if it does not exist (by default a missing bucket is refused).",
@@ -180,6 +189,10 @@ def submit_cmd(
     if isolation is not None and not local:
         raise BadInput("--isolation", isolation, "only with --local")
     job = _job(entry, fields)
+    if job.api == "model-trainer" and not dry_run:
+        raise BadInput(
+            "--api", job.api, "model-trainer with --dry-run for now (estimator otherwise)"
+        )
     if local:
         passed = {"pass_env": list(pass_env), "with_credentials": with_credentials}
         _run_here(job, timeout, log_dir, install_requirements, as_json, passed, isolation)

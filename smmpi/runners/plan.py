@@ -7,10 +7,14 @@ mpirun argv is derived from it by :mod:`smmpi.toolkit.mpirun`.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
-from smmpi.sdk import estimator
+from smmpi.errors import SmmpiError
+from smmpi.runners.drivers.line import driver_mpirun, forwarded_credentials
+from smmpi.sdk import estimator, model_trainer
 from smmpi.spec import MPIJob, require_s3_inputs
 from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.request import world_size
@@ -32,9 +36,17 @@ class Plan:
     placeholders: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     region: str | None = None
+    api: str = "estimator"
+    # model-trainer: each channel the SDK uploads -> its files; the credentials the driver's
+    # line forwards to every rank
+    channels: dict[str, list[str]] = field(default_factory=dict)
+    forwarded: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "api": self.api,
+            "channels": self.channels,
+            "forwarded_credentials": self.forwarded,
             "request": self.request,
             "mpirun": self.mpirun,
             "world_size": self.world_size,
@@ -54,6 +66,8 @@ def plan(job: MPIJob, *, job_name: str | None = None) -> Plan:
     mode only) are refused here as they would be on submit.
     """
     require_s3_inputs(job)
+    if job.api == "model-trainer":
+        return plan_model_trainer(job)
     built = estimator.build(job, offline=True, job_name=job_name)
     request = estimator.capture_request(built)
     files = estimator.source_members(job)
@@ -69,4 +83,38 @@ def plan(job: MPIJob, *, job_name: str | None = None) -> Plan:
         placeholders=sorted(set(built.settings.placeholders.values())),
         notes=[*built.settings.notes, *job.notes],
         region=built.settings.region,
+    )
+
+
+def plan_model_trainer(job: MPIJob) -> Plan:
+    """ModelTrainer's request, offline; the mpirun line is its own MPI driver's, run here."""
+    with tempfile.TemporaryDirectory(prefix="smmpi-plan-") as tmp:
+        captured = model_trainer.capture_offline(job, Path(tmp))
+        drivers = captured.channels.get("sm_drivers")
+        if drivers is None:
+            raise SmmpiError("ModelTrainer's request has no sm_drivers channel")
+        request = cast("Request", captured.request)
+        line = driver_mpirun(request, drivers)
+        channels = {
+            name: sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+            for name, folder in sorted(captured.channels.items())
+        }
+    code = next(
+        c["DataSource"]["S3DataSource"]["S3Uri"]
+        for c in request["InputDataConfig"]
+        if c["ChannelName"] == "code"
+    )
+    return Plan(
+        request=request,
+        mpirun=line,
+        world_size=job.world_size,
+        job_name=request["TrainingJobName"],
+        code_uri=code,
+        files=estimator.source_members(job),
+        placeholders=captured.placeholders,
+        notes=captured.notes,
+        region=captured.region,
+        api="model-trainer",
+        channels=channels,
+        forwarded=forwarded_credentials(line),
     )

@@ -250,6 +250,22 @@ def check_job_names(job_name: str | None, base_job_name: str | None) -> None:
         )
 
 
+APIS = ("estimator", "model-trainer")
+
+
+def check_api(api: object, job_name: str | None) -> None:
+    """Which SDK API builds the request: the framework estimator, or ModelTrainer."""
+    if api not in APIS:
+        raise BadInput("api", api, " or ".join(APIS))
+    if api == "model-trainer" and job_name is not None:
+        raise BadInput(
+            "job_name",
+            job_name,
+            "none with api model-trainer (ModelTrainer names each job BASE-TIMESTAMP: "
+            "set base_job_name / --base-job-name)",
+        )
+
+
 Pairs = Mapping[str, Any] | Sequence[str] | None
 
 

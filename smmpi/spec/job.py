@@ -32,6 +32,7 @@ from smmpi.aws.facts import (
 from smmpi.catalog import Program, resolve
 from smmpi.errors import BadInput
 from smmpi.spec.checks import (
+    check_api,
     check_env,
     check_hyperparameters,
     check_instance_type,
@@ -100,6 +101,7 @@ class MPIJob:
     subnets: Sequence[str] | None = None
     security_groups: Sequence[str] | None = None
     inputs: Mapping[str, str] | Sequence[str] | None = None
+    api: str = "estimator"
     program: Program = field(init=False, repr=False, compare=False)
     notes: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
 
@@ -123,6 +125,7 @@ class MPIJob:
         set_("max_run", positive_int("max_run", self.max_run, MAX_RUN_LIMIT))
         set_("volume_size", positive_int("volume_size", self.volume_size, 16384))
         check_job_names(self.job_name, self.base_job_name)
+        check_api(self.api, self.job_name)
         s3_uri("output_path", self.output_path)
         s3_uri("checkpoint_s3_uri", self.checkpoint_s3_uri)
         if self.keep_alive is not None:

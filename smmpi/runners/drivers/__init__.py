@@ -1,0 +1,1 @@
+"""The SDK's own container drivers (ModelTrainer's ``sm_drivers`` channel), run here."""
