@@ -8,6 +8,10 @@ CHECKOV_VERSION := 3.3.30
 # The real container code (the oracle of tests/oracle), in its own venv: the TensorFlow
 # toolkit pins sagemaker-training<=4.8.3 and numpy<1.24, which conflict with smmpi's.
 TOOLKIT_VENV ?= .venv-toolkit
+# SDK v3 (sagemaker.train's ModelTrainer) owns the `sagemaker` package as v2 does, so it gets
+# a venv of its own; smmpi reaches it with SMMPI_SDK3_PYTHON (tests/sdk/test_model_trainer_v3.py).
+SDK3_VENV ?= .venv-sdk3
+SDK3_VERSION := 3.27.0
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
@@ -39,6 +43,12 @@ $(TOOLKIT_VENV)/.installed: tests/oracle/requirements.txt tests/oracle/requireme
 	$(TOOLKIT_VENV)/bin/pip install -q --no-deps -r tests/oracle/requirements-nodeps.txt
 	touch $@
 
+$(SDK3_VENV)/.installed-$(SDK3_VERSION):
+	$(PYTHON) -m venv $(SDK3_VENV)
+	$(SDK3_VENV)/bin/pip install -q --upgrade pip
+	$(SDK3_VENV)/bin/pip install -q 'sagemaker==$(SDK3_VERSION)'
+	touch $@
+
 demo: $(VENV)/.installed
 	$(BIN)/smmpi submit demo --instances 3 --ppn 2 --local
 
@@ -61,13 +71,15 @@ FALLBACK_TESTS = tests/runners/local tests/faults/test_runtime_faults.py \
 	tests/oracle/test_local_ranks.py \
 	--deselect tests/faults/test_runtime_faults.py::test_two_hundred_hosts_run
 
-pytest: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q
+pytest: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(SDK3_VENV)/.installed-$(SDK3_VERSION)
+	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" \
+		$(BIN)/pytest -q
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes \
 		$(BIN)/pytest -q -p no:cacheprovider $(FALLBACK_TESTS)
 
-test-fallback: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed
-	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes $(BIN)/pytest -q -p no:cacheprovider
+test-fallback: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(SDK3_VENV)/.installed-$(SDK3_VERSION)
+	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes \
+		SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" $(BIN)/pytest -q -p no:cacheprovider
 
 test: lint typecheck pytest
 
@@ -75,4 +87,4 @@ bench: $(VENV)/.installed-dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) $(TOOLKIT_VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(TOOLKIT_VENV) $(SDK3_VENV) build dist .pytest_cache .mypy_cache .ruff_cache

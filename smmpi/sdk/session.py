@@ -134,18 +134,6 @@ def _quiet_sdk_loggers() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def quiet_core_loggers() -> None:
-    """sagemaker-core and ModelTrainer log INFO and WARNING lines of their own for every job
-    (default region, default output path); smmpi prints what it decided instead."""
-    for name in (
-        "sagemaker_core.main.resources",
-        "sagemaker_core.main.utils",
-        "sagemaker_core.main.default_configs_helper",
-        "sagemaker.modules",
-    ):
-        logging.getLogger(name).setLevel(logging.ERROR)
-
-
 def boto_session(settings: Settings, *, offline: bool) -> boto3.Session:
     """A boto3 session for the region; offline, dummy keys and no HTTP at all."""
     return offline_session(settings.region) if offline else session(settings.region)
