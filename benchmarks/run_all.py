@@ -18,6 +18,7 @@ SCRIPTS = [
     "bench_train.py",
     "bench_hosts.py",
     "bench_scale.py",
+    "bench_model_trainer.py",
 ]
 
 
