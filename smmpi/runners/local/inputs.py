@@ -7,7 +7,6 @@ Both come as SageMaker would fetch them: the ``sourcedir.tar.gz`` named by
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +14,13 @@ from urllib.parse import urlparse
 
 from smmpi.aws.clients import clients, split_s3
 from smmpi.aws.errors import aws_errors
+from smmpi.bounded import (
+    CHANNEL_MAX_BYTES,
+    CODE_MAX_BYTES,
+    copy_regular,
+    read_regular,
+    regular_tree,
+)
 from smmpi.errors import BadInput
 from smmpi.toolkit.request import decode_hyperparameters
 
@@ -35,7 +41,7 @@ def fetch_source(
             data: bytes = body.read()
         return data
     if uri.startswith("file://"):
-        return Path(urlparse(uri).path).read_bytes()
+        return read_regular(urlparse(uri).path, "sagemaker_submit_directory", CODE_MAX_BYTES)
     raise BadInput("sagemaker_submit_directory", uri, "an s3:// or file:// sourcedir.tar.gz")
 
 
@@ -50,10 +56,10 @@ def copy_channel(channel: dict[str, Any], dest: Path, region: str | None) -> Non
                 uri or str(src),
                 "an existing local file or folder",
             )
-        if src.is_dir():
-            shutil.copytree(src, dest, dirs_exist_ok=True)
-        else:
-            shutil.copy2(src, dest / src.name)
+        field = f"InputDataConfig.{channel.get('ChannelName')}"
+        for path, name in regular_tree(src, field, CHANNEL_MAX_BYTES):
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            copy_regular(path, dest / name, field, CHANNEL_MAX_BYTES)
         return
     if not uri.startswith("s3://"):
         raise BadInput(
