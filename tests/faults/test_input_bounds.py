@@ -441,3 +441,21 @@ def test_the_config_is_never_saved_through_a_link(
     with pytest.raises(BadInput, match="link"):
         config.save({"region": "us-west-2"})
     assert victim.read_text() == "precious\n"
+
+
+def test_fetched_archives_are_never_extracted_through_a_planted_link(tmp_path: Path) -> None:
+    """``fetch --to`` extracts with :func:`smmpi.archives.extract`: a link already in the
+    folder, named as a member, is refused, and what it points to is untouched."""
+    from smmpi.archives import extract, pack
+    from smmpi.errors import SmmpiError
+
+    member = tmp_path / "model.bin"
+    member.write_text("weights\n")
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    to = tmp_path / "to" / "model"
+    to.mkdir(parents=True)
+    (to / "model.bin").symlink_to(victim)
+    with pytest.raises(SmmpiError, match="model.bin"):
+        extract(pack([(member, "model.bin")]), to)
+    assert victim.read_text() == "precious\n"
