@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from smmpi.cli.options import AsciiInt, region_option
+from smmpi.cli.options import AsciiInt, Seconds, region_option
 from smmpi.errors import BadInput
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def stop_cmd(job: str, region: str | None) -> None:
     help="Only this host's stream, including the container toolkit's own lines.",
 )
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until the job ends.")
-@click.option("--interval", type=float, default=5.0, show_default=True, hidden=True)
+@click.option("--interval", type=Seconds("--interval"), default=5.0, show_default=True, hidden=True)
 @region_option
 def logs_cmd(
     job: str, rank: int | None, host: str | None, follow: bool, interval: float, region: str | None

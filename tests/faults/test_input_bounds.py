@@ -272,8 +272,20 @@ NOT_ASCII = ["２", "٢", "۲", "2²", "1_0"]
         ["local-jobs", "prune", "--keep", "{}"],
         ["jobs", "--limit", "{}"],
         ["logs", "somejob", "--rank", "{}"],
+        ["logs", "somejob", "--interval", "{}"],
     ],
-    ids=["N", "n", "timeout", "submit-N", "max-run", "keep-alive", "prune", "limit", "rank"],
+    ids=[
+        "N",
+        "n",
+        "timeout",
+        "submit-N",
+        "max-run",
+        "keep-alive",
+        "prune",
+        "limit",
+        "rank",
+        "interval",
+    ],
 )
 def test_integers_in_other_digits_are_refused(
     args: list[str], value: str, env: dict[str, str]
