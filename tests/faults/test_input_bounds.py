@@ -471,3 +471,17 @@ def test_fetched_archives_are_never_extracted_through_a_planted_link(tmp_path: P
     with pytest.raises(SmmpiError, match="model.bin"):
         extract(pack([(member, "model.bin")]), to)
     assert victim.read_text() == "precious\n"
+
+
+def test_a_log_link_planted_after_the_check_is_not_written_through(tmp_path: Path) -> None:
+    from smmpi.errors import BadInput
+    from smmpi.runners.local.output import Output
+
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    logs = tmp_path / "L"
+    logs.mkdir()
+    (logs / "rank-1.log").symlink_to(victim)
+    with pytest.raises(BadInput, match="rank-1.log"):
+        Output(2, logs, ppn=2)
+    assert victim.read_text() == "precious\n"

@@ -42,9 +42,13 @@ class Output:
         self.untagged: IO[str] | None = None
         if log_dir is not None:
             log_dir.mkdir(parents=True, exist_ok=True)
-            self.untagged = _raw_log(log_dir / "mpirun.log")
-            for rank in range(world_size):  # one file per rank, even a silent one
-                self.files[rank] = _raw_log(log_dir / f"rank-{rank}.log")
+            try:
+                self.untagged = _raw_log(log_dir / "mpirun.log")
+                for rank in range(world_size):  # one file per rank, even a silent one
+                    self.files[rank] = _raw_log(log_dir / f"rank-{rank}.log")
+            except BaseException:  # a link planted since the check: nothing is left open
+                self.close()
+                raise
 
     def _emit(self, tagged: Tagged, echo: IO[str]) -> None:
         self.scan.feed_tagged(tagged)
