@@ -20,6 +20,7 @@ _WORLD = "ranks are instances x ppn: use -N/--instances and -n/--ppn"
 _HOSTS = "the hosts are algo-1..algo-N, given by the container: use -N/--instances"
 _PLACEMENT = "the container puts ppn ranks on each host in rank order (-map-by slot): use -n/--ppn"
 _LAUNCH = "the container starts the ranks itself; its launcher and program are not options"
+_PROGRAM = "ranks start in the code dir (/opt/ml/code) with the image's python: not an option"
 
 #: Open MPI 4.1 mpirun options (without dashes) and why each is refused.
 REFUSED_OPTIONS = {
@@ -61,6 +62,8 @@ REFUSED_OPTIONS = {
     **dict.fromkeys(
         ("app", "launch-agent", "prefix", "noprefix", "am", "tune", "configfile"), _LAUNCH
     ),
+    # The program is the script's name, found in the code dir mpirun starts in.
+    **dict.fromkeys(("wdir", "wd", "path"), _PROGRAM),
 }
 
 #: MCA parameters (``-mca NAME VALUE``) that do the same as the options above.
