@@ -142,6 +142,8 @@ def create(path: str | os.PathLike[str], field: str, mode: int = 0o600) -> Binar
         if st.st_nlink > 1:
             raise FileRefused(field, path, f"a file with {st.st_nlink} hard links")
         os.ftruncate(fd, 0)
+        with contextlib.suppress(PermissionError):  # another user's file keeps its mode
+            os.fchmod(fd, mode)  # an existing file gets the mode a new one would have
         os.set_blocking(fd, True)
         return os.fdopen(fd, "wb")
     except BaseException:
