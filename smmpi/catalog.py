@@ -182,7 +182,7 @@ def _ships(path: Path, rel: Path) -> bool:
     try:
         st = path.stat()
     except OSError:
-        return False  # a dangling link (an editor's lock file, say): skipped as the SDK's tar
+        return False  # a link that leads nowhere (an editor's lock file, say): no content
     if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
         return stat.S_ISREG(st.st_mode)
     raise BadInput(
