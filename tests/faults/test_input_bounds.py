@@ -486,3 +486,22 @@ def test_a_log_link_planted_after_the_check_is_not_written_through(tmp_path: Pat
     with pytest.raises(BadInput, match=r"rank-1\.log"):
         Output(2, logs, ppn=2)
     assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.aws
+def test_an_s3_key_that_climbs_out_of_its_channel_is_refused(
+    moto_server: MotoServer, aws: dict[str, str]
+) -> None:
+    s3 = moto_server.boto3_client("s3")
+    s3.create_bucket(Bucket="bkt", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    s3.put_object(Bucket="bkt", Key="data/part-0", Body=b"1 2 3\n")
+    s3.put_object(Bucket="bkt", Key="data/../../../../../escape.txt", Body=b"out\n")
+    args = ["submit", "demo", "-N", "1", "-n", "2", "--local", "--input", "train=s3://bkt/data/"]
+    done = smmpi([*args, "--timeout", "60"], aws)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    # the refusal comes from inside the SDK's fit, which logs its troubleshooting line first
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("smmpi: invalid InputDataConfig.train: 'data/../"), last
+    assert "'..'" in last, last
+    assert not list(Path(aws["HOME"]).rglob("escape.txt"))
+    no_local_job(aws)

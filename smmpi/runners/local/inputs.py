@@ -8,7 +8,7 @@ Both come as SageMaker would fetch them: the ``sourcedir.tar.gz`` named by
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -68,9 +68,24 @@ def copy_channel(channel: dict[str, Any], dest: Path, region: str | None) -> Non
     bucket, prefix = split_s3(uri)
     (s3,) = clients("s3", region=region)
     with aws_errors():
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            for obj in page.get("Contents", []):
-                rel = obj["Key"][len(prefix) :].lstrip("/") or Path(obj["Key"]).name
-                target = dest / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                s3.download_file(bucket, obj["Key"], str(target))
+        keys = [
+            str(obj["Key"])
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            for obj in page.get("Contents", [])
+        ]
+        targets = [(key, _inside(dest, key, prefix, channel)) for key in keys]  # all, first
+        for key, target in targets:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(bucket, key, str(target))
+
+
+def _inside(dest: Path, key: str, prefix: str, channel: Mapping[str, Any]) -> Path:
+    """Where an object of the channel lands: under ``dest``, never outside through ``..``."""
+    rel = key[len(prefix) :].lstrip("/") or PurePosixPath(key).name
+    if ".." in PurePosixPath(rel).parts or not rel:
+        raise BadInput(
+            f"InputDataConfig.{channel.get('ChannelName')}",
+            key,
+            "S3 keys that stay inside the channel's folder (no '..' in their path)",
+        )
+    return dest / rel
