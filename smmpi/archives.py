@@ -9,15 +9,19 @@ import tarfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from smmpi.bounded import CODE_MAX_BYTES, read_regular
 from smmpi.errors import SmmpiError
 
 
-def pack(files: Iterable[tuple[Path, str]]) -> bytes:
-    """A ``.tar.gz`` of ``(path, archive name)`` pairs, reproducible byte for byte."""
+def pack(files: Iterable[tuple[Path, str]], field: str = "code file") -> bytes:
+    """A ``.tar.gz`` of ``(path, archive name)`` pairs, reproducible byte for byte.
+
+    Each path must be a regular file of at most :data:`~smmpi.bounded.CODE_MAX_BYTES`.
+    """
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for path, name in files:
-            data = path.read_bytes()
+            data = read_regular(path, field, CODE_MAX_BYTES)
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.mtime = len(data), 0o644, 0
             tar.addfile(info, io.BytesIO(data))

@@ -16,11 +16,12 @@ import ast
 import functools
 import os
 import re
-import shutil
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from smmpi.bounded import CODE_MAX_BYTES, copy_regular, human, kind, open_regular
 from smmpi.errors import BadInput
 
 RUNTIME_MODULE = "smmpi_runtime.py"
@@ -130,7 +131,7 @@ class Program:
         for path in sorted(self.source_dir.rglob("*")):
             rel = path.relative_to(self.source_dir)
             excluded = any(part in EXCLUDED_DIRS for part in rel.parts[:-1])
-            if excluded or not path.is_file() or path.name.endswith(EXCLUDED_SUFFIXES):
+            if excluded or path.name.endswith(EXCLUDED_SUFFIXES) or not _ships(path, rel):
                 continue
             seen.add(rel.as_posix())
             yield path, rel.as_posix()
@@ -150,28 +151,45 @@ class Program:
         return found
 
     def manifest(self) -> list[tuple[str, int]]:
-        """(archive name, bytes) of every file that ships; an unreadable one is bad input."""
-        out = []
+        """(archive name, bytes) of every file that ships; an unreadable one, a file that is
+        not regular, or code over :data:`~smmpi.bounded.CODE_MAX_BYTES` is bad input."""
+        field = "source_dir" if self.whole_dir else "ENTRY"
+        out, total = [], 0
         for path, name in self.files():
-            try:
-                with path.open("rb"):
-                    pass
-                size = path.stat().st_size
-            except OSError as err:
+            with open_regular(path, field, CODE_MAX_BYTES) as (_, st):
+                size = st.st_size
+            total += size
+            if total > CODE_MAX_BYTES:
                 raise BadInput(
-                    "source_dir" if self.whole_dir else "ENTRY",
-                    str(path),
-                    f"files smmpi can read ({err.strerror})",
-                ) from None
+                    field, str(self.source_dir), f"code of at most {human(CODE_MAX_BYTES)} in all"
+                )
             out.append((name, size))
         return out
 
     def copy_to(self, dest: Path) -> None:
         """Lay the code dir out at ``dest`` (as ``/opt/ml/code`` would be)."""
+        field = "source_dir" if self.whole_dir else "ENTRY"
         for src, name in self.files():
             target = dest / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target)
+            copy_regular(src, target, field, CODE_MAX_BYTES)
+
+
+def _ships(path: Path, rel: Path) -> bool:
+    """Whether a source dir entry ships: a regular file (through a link too) does; a folder
+    or a link that leads nowhere does not; a FIFO, socket or device is refused (reading one
+    could hang or never end, and SageMaker's container would get no file for it)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False  # a link that leads nowhere (an editor's lock file, say): no content
+    if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+        return stat.S_ISREG(st.st_mode)
+    raise BadInput(
+        "source_dir",
+        rel.as_posix(),
+        f"regular files and folders only (this is {kind(st.st_mode)}: move it out of the folder)",
+    )
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -226,6 +244,8 @@ def resolve(entry: str, source_dir: str | Path | None = None) -> Program:
         raise BadInput("ENTRY", entry, "an existing .py file (no such file)")
     if path.is_dir() or path.suffix != ".py":
         raise BadInput("ENTRY", entry, "a Python file ending in .py")
+    if not path.is_file():
+        raise BadInput("ENTRY", entry, f"a regular .py file (this is {kind(path.stat().st_mode)})")
     path = path.resolve()
     if source_dir is not None:
         src = Path(source_dir).expanduser()

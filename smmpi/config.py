@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from smmpi.bounded import CONFIG_MAX_BYTES, FileRefused, create, read_regular
 from smmpi.errors import BadInput, SmmpiError
 
 ENV_OF = {"role": "SMMPI_ROLE", "bucket": "SMMPI_BUCKET", "region": "SMMPI_REGION"}
@@ -41,18 +42,26 @@ def path() -> Path:
 
 
 def load() -> dict[str, Any]:
-    """The saved settings, or {} when there is no file (a broken file is :class:`ConfigError`)."""
+    """The saved settings, or {} when there is no file (a broken file is :class:`ConfigError`).
+
+    A link that leads nowhere (or in a loop), a FIFO, a device or a file over
+    :data:`~smmpi.bounded.CONFIG_MAX_BYTES` is broken too, never silently skipped.
+    """
     p = path()
-    if not p.exists():
+    if not os.path.lexists(p):
         return {}
     try:
-        text = p.read_bytes().decode("utf-8")
-    except OSError as err:
-        raise ConfigError(p, f"cannot be read ({err.strerror})") from None
+        raw = read_regular(p, "config file", CONFIG_MAX_BYTES)
+    except FileRefused as err:
+        raise ConfigError(p, err.problem) from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ConfigError(p, f"not UTF-8 text (byte {err.start})") from None
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise ConfigError(p, "JSON nested too deeply") from None
     except ValueError as err:
         line = getattr(err, "lineno", "?")
         raise ConfigError(p, f"not valid JSON (line {line})") from None
@@ -66,6 +75,8 @@ def _check_types(p: Path, data: dict[str, Any]) -> None:
     for key in STRING_KEYS:
         if key in data and not isinstance(data[key], str):
             raise ConfigError(p, f"{key!r} is {data[key]!r}, not a string")
+        if key in data and not data[key].strip():
+            raise ConfigError(p, f"{key!r} is {data[key]!r}, an empty string (remove the key)")
     for key in LIST_KEYS:
         value = data.get(key)
         if value is not None and not (
@@ -104,7 +115,8 @@ def save(updates: dict[str, Any]) -> Path:
             data[key] = value
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    with create(tmp, "config file") as f:  # never through a link planted at the temporary name
+        f.write((json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     tmp.replace(p)
     return p
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from smmpi.cli.options import region_option
+from smmpi.cli.options import AsciiInt, region_option
 
 
 @click.group("infra")
@@ -20,7 +20,7 @@ def infra_group() -> None:
 @click.option("--subnet", "subnets", multiple=True, help="Subnet for jobs (with --vpc-id).")
 @click.option(
     "--retention-days",
-    type=int,
+    type=AsciiInt("retention days"),
     default=None,
     help="Delete job data older than this (template default: 90).",
 )

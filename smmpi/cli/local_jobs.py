@@ -44,16 +44,14 @@ def list_cmd(as_json: bool) -> None:
 )
 def prune_cmd(keep: object) -> None:
     """Remove all but the newest local jobs (a job still running is kept)."""
+    from smmpi.bounded import ascii_int
     from smmpi.ops.local_jobs import check_keep, configured_keep, jobs_root, prune
 
     if keep is None:
         count = configured_keep()
     else:
-        try:
-            number: object = int(str(keep).strip())
-        except ValueError:
-            number = keep
-        count = check_keep(number)
+        number = ascii_int(str(keep))
+        count = check_keep(keep if number is None else number)
     removed = prune(count)
     for name in removed:
         click.echo(f"removed {jobs_root() / name}")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from smmpi.cli.options import region_option
+from smmpi.cli.options import AsciiInt, Seconds, region_option
 from smmpi.errors import BadInput
 
 if TYPE_CHECKING:
@@ -44,7 +44,9 @@ def status_cmd(job: str, region: str | None, as_json: bool) -> None:
 
 @click.command("jobs")
 @region_option
-@click.option("--limit", type=int, default=20, show_default=True, help="At most this many jobs.")
+@click.option(
+    "--limit", type=AsciiInt("limit"), default=20, show_default=True, help="At most this many jobs."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 def jobs_cmd(region: str | None, limit: int, as_json: bool) -> None:
     """List the training jobs smmpi submitted (tagged smmpi:managed=true), newest first."""
@@ -94,7 +96,7 @@ def stop_cmd(job: str, region: str | None) -> None:
 
 @click.command("logs")
 @click.argument("job")
-@click.option("--rank", type=int, default=None, help="Only this rank's output.")
+@click.option("--rank", type=AsciiInt("rank"), default=None, help="Only this rank's output.")
 @click.option(
     "--host",
     default=None,
@@ -102,7 +104,7 @@ def stop_cmd(job: str, region: str | None) -> None:
     help="Only this host's stream, including the container toolkit's own lines.",
 )
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until the job ends.")
-@click.option("--interval", type=float, default=5.0, show_default=True, hidden=True)
+@click.option("--interval", type=Seconds("--interval"), default=5.0, show_default=True, hidden=True)
 @region_option
 def logs_cmd(
     job: str, rank: int | None, host: str | None, follow: bool, interval: float, region: str | None

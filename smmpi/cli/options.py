@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -13,6 +14,38 @@ F = TypeVar("F", bound=Callable[..., Any])
 region_option = click.option(
     "--region", default=None, help="AWS region (default: SMMPI_REGION, the config, AWS_REGION)."
 )
+
+
+#: A number in ASCII digits (``float()`` also reads fullwidth and Arabic-Indic digits).
+_ASCII_NUMBER_RE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+class AsciiInt(click.ParamType):  # type: ignore[type-arg]  # generic only in click >= 8.2
+    """An integer in ASCII digits, at least ``low``: anything else is one line, exit 2.
+
+    click's own ``int`` is Python's, which also reads ``'１２'``, ``'١٢'`` and ``'1_000'``.
+    """
+
+    name = "INTEGER"
+
+    def __init__(self, field: str, low: int | None = None) -> None:
+        self.field, self.low = field, low
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number: int | None = value
+        else:
+            from smmpi.bounded import ascii_int
+
+            number = ascii_int(str(value))
+        if number is None or (self.low is not None and number < self.low):
+            floor = f" >= {self.low}" if self.low is not None else ""
+            self.fail(
+                f"invalid {self.field}: {str(value)!r}; allowed: an integer{floor} in ASCII digits",
+                param,
+                ctx,
+            )
+        return number
 
 
 class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in click >= 8.2
@@ -26,10 +59,8 @@ class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in cli
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
+        text = str(value).strip()
+        number = float(text) if _ASCII_NUMBER_RE.fullmatch(text) else math.nan
         if not (math.isfinite(number) and number > 0):
             self.fail(
                 f"invalid {self.field}: {str(value)!r}; allowed: a finite number of seconds > 0",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smmpi.bounded import ascii_int
 from smmpi.errors import BadInput
 
 MARKER = ".smmpi-local-job"
@@ -134,9 +135,10 @@ def configured_keep() -> int:
     text = os.environ.get(KEEP_ENV, "").strip()
     if not text:
         return DEFAULT_KEEP
-    if not text.isdigit():
-        raise BadInput(KEEP_ENV, text, "an integer >= 0")
-    return int(text)
+    number = ascii_int(text)
+    if number is None or number < 0:
+        raise BadInput(KEEP_ENV, text, "an integer >= 0 in ASCII digits")
+    return number
 
 
 def prune(keep: int, spare: str | None = None) -> list[str]:

@@ -31,7 +31,10 @@ from smmpi.aws.facts import (
     known_instance_types,
     vcpus,
 )
+from smmpi.bounded import CHANNEL_MAX_BYTES, ascii_int, regular_tree
 from smmpi.errors import BadInput
+from smmpi.spec.launch import check_launch_options
+from smmpi.spec.secrets import check_env_secrets
 
 # Characters a shell would act on. The container splits custom MPI options on
 # whitespace and never runs a shell, so quotes cannot work either: refuse them.
@@ -123,16 +126,16 @@ def parse_mpi_options(options: str | Sequence[str] | None) -> tuple[str, ...]:
     argv = tuple(shlex.split(text, posix=True))
     if argv and not argv[0].startswith("-"):
         raise BadInput("mpi_options", text, "mpirun options starting with '-'")
+    check_launch_options(argv, text)
     return argv
 
 
 def positive_int(name: str, value: object, upper: int | None = None) -> int:
+    """An integer from 1 to ``upper``: an int, or its ASCII digits (the CLI form)."""
+    if isinstance(value, str) and ascii_int(value) is not None:
+        value = ascii_int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().isdigit():
-            value = int(value.strip())
-        else:
-            raise BadInput(name, value, "an integer >= 1")
-    assert isinstance(value, int)
+        raise BadInput(name, value, "an integer >= 1 in ASCII digits")
     if value < 1 or (upper is not None and value > upper):
         raise BadInput(name, value, f"an integer from 1 to {upper}" if upper else "an integer >= 1")
     return value
@@ -148,8 +151,8 @@ def s3_uri(name: str, value: str | None) -> str | None:
 
 def seconds(name: str, value: object, low: int, high: int) -> int:
     """An integer number of seconds in [low, high]; digit strings (the CLI form) are accepted."""
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
+    if isinstance(value, str) and ascii_int(value) is not None:
+        value = ascii_int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise BadInput(name, value, f"seconds from {low} to {high}")
     return value
@@ -197,6 +200,7 @@ def parse_inputs(inputs: Mapping[str, Any] | Sequence[str] | None) -> dict[str, 
             path = Path(uri[len("file://") :])
             if not path.is_absolute() or not path.exists():
                 raise BadInput(f"inputs.{name}", uri, "file:// and an existing absolute path")
+            regular_tree(path, f"inputs.{name}", CHANNEL_MAX_BYTES)  # no FIFO, device, ...
         elif not S3_URI_RE.fullmatch(uri):
             raise BadInput(
                 f"inputs.{name}", uri, "an s3://bucket/prefix URI (or file:///path with --local)"
@@ -288,6 +292,7 @@ def check_hyperparameters(raw: Pairs) -> dict[str, str]:
 def check_env(raw: Pairs) -> dict[str, str]:
     """The container's Environment, within SageMaker's limits."""
     env = parse_pairs("env", raw)
+    check_env_secrets(env)
     for key, value in env.items():
         if not ENV_KEY_RE.match(key) or len(key) > 512:
             raise BadInput("env", key, "a variable name matching [A-Za-z_][A-Za-z0-9_]*")

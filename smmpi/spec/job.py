@@ -49,6 +49,7 @@ from smmpi.spec.checks import (
 )
 from smmpi.spec.limits import check_limits, check_types
 from smmpi.spec.versions import DEFAULT_FRAMEWORK, FRAMEWORKS, resolve_versions
+from smmpi.spec.world import check_instances, check_ppn
 
 if TYPE_CHECKING:
     from smmpi.runners.local.job import LocalJob
@@ -108,8 +109,8 @@ class MPIJob:
     def __post_init__(self) -> None:
         check_types(vars(self))
         set_ = functools.partial(object.__setattr__, self)
-        set_("instances", positive_int("instances", self.instances))
-        set_("ppn", positive_int("ppn", self.ppn))
+        set_("instances", check_instances(self.instances))
+        set_("ppn", check_ppn(self.ppn))
         note = check_instance_type(self.instance_type, self.ppn)
         program = resolve(self.entry, self.source_dir)
         set_("program", program)

@@ -9,11 +9,16 @@ channels, tags, environment) come from botocore's model
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from smmpi.aws.limits import check_count, check_hyperparameters, limits
+from smmpi.bounded import existing_problem
 from smmpi.errors import BadInput
+
+#: The files a run writes in ``--log-dir``.
+_LOG_NAME_RE = re.compile(r"rank-[0-9]+\.log|mpirun\.log")
 
 #: Fields that are a string or None.
 _TEXT = (
@@ -115,3 +120,16 @@ def check_log_dir(path: str | os.PathLike[str]) -> None:
         raise BadInput("log_dir", folder, f"a folder smmpi can create ({err.strerror})") from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise BadInput("log_dir", folder, "a folder smmpi can write to (permission denied)")
+    try:
+        names = [n for n in os.listdir(folder) if _LOG_NAME_RE.fullmatch(n)]
+    except OSError as err:
+        raise BadInput("log_dir", folder, f"a folder smmpi can read ({err.strerror})") from None
+    for name in sorted(names):  # smmpi rewrites its own logs, never what a link points to
+        problem = existing_problem(os.path.join(folder, name))
+        if problem:
+            raise BadInput(
+                "log_dir",
+                os.path.join(folder, name),
+                f"a folder whose {name} is a plain file or absent ({problem}); "
+                "smmpi never writes through a link",
+            )

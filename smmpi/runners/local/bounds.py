@@ -4,8 +4,9 @@ Every emulated host's ``resourceconfig.json`` and ``SM_*`` variables list every
 host, so the bytes written grow with the square of the number of hosts, and
 each rank's environment with the number of hosts. The bounds:
 
-- at most ``MAX_INSTANCES`` emulated hosts, ``MAX_PPN`` processes per host and
-  ``MAX_RANKS`` ranks in all (one machine runs them all);
+- at most ``MAX_INSTANCES`` emulated hosts and ``MAX_PPN`` processes per host
+  (the bounds of every job, :mod:`smmpi.spec.world`), and ``MAX_RANKS`` ranks
+  in all (one machine runs them all);
 - at most ``MAX_TREE_BYTES`` of configuration files and host variables over
   all hosts, and no variable longer than Linux accepts (``MAX_VARIABLE_BYTES``);
 - an mpirun command line of at most ``MAX_ARGV_BYTES`` (each host's variables
@@ -22,11 +23,10 @@ from pathlib import Path
 
 from smmpi.errors import BadInput
 from smmpi.runners.local.argv import host_env, rank_argv
+from smmpi.spec.world import MAX_INSTANCES, MAX_PPN
 from smmpi.toolkit.environment import input_data_config, resource_config
 from smmpi.toolkit.shape import JobShape
 
-MAX_INSTANCES = 512
-MAX_PPN = 256
 MAX_RANKS = 1024
 MAX_TREE_BYTES = 256 * 1024 * 1024
 MAX_VARIABLE_BYTES = 128 * 1024 - 1  # Linux's MAX_ARG_STRLEN, "NAME=value" included

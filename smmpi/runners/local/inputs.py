@@ -7,14 +7,20 @@ Both come as SageMaker would fetch them: the ``sourcedir.tar.gz`` named by
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from smmpi.aws.clients import clients, split_s3
 from smmpi.aws.errors import aws_errors
+from smmpi.bounded import (
+    CHANNEL_MAX_BYTES,
+    CODE_MAX_BYTES,
+    copy_regular,
+    read_regular,
+    regular_tree,
+)
 from smmpi.errors import BadInput
 from smmpi.toolkit.request import decode_hyperparameters
 
@@ -35,7 +41,7 @@ def fetch_source(
             data: bytes = body.read()
         return data
     if uri.startswith("file://"):
-        return Path(urlparse(uri).path).read_bytes()
+        return read_regular(urlparse(uri).path, "sagemaker_submit_directory", CODE_MAX_BYTES)
     raise BadInput("sagemaker_submit_directory", uri, "an s3:// or file:// sourcedir.tar.gz")
 
 
@@ -50,10 +56,10 @@ def copy_channel(channel: dict[str, Any], dest: Path, region: str | None) -> Non
                 uri or str(src),
                 "an existing local file or folder",
             )
-        if src.is_dir():
-            shutil.copytree(src, dest, dirs_exist_ok=True)
-        else:
-            shutil.copy2(src, dest / src.name)
+        field = f"InputDataConfig.{channel.get('ChannelName')}"
+        for path, name in regular_tree(src, field, CHANNEL_MAX_BYTES):
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            copy_regular(path, dest / name, field, CHANNEL_MAX_BYTES)
         return
     if not uri.startswith("s3://"):
         raise BadInput(
@@ -62,9 +68,24 @@ def copy_channel(channel: dict[str, Any], dest: Path, region: str | None) -> Non
     bucket, prefix = split_s3(uri)
     (s3,) = clients("s3", region=region)
     with aws_errors():
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            for obj in page.get("Contents", []):
-                rel = obj["Key"][len(prefix) :].lstrip("/") or Path(obj["Key"]).name
-                target = dest / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                s3.download_file(bucket, obj["Key"], str(target))
+        keys = [
+            str(obj["Key"])
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            for obj in page.get("Contents", [])
+        ]
+        targets = [(key, _inside(dest, key, prefix, channel)) for key in keys]  # all, first
+        for key, target in targets:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(bucket, key, str(target))
+
+
+def _inside(dest: Path, key: str, prefix: str, channel: Mapping[str, Any]) -> Path:
+    """Where an object of the channel lands: under ``dest``, never outside through ``..``."""
+    rel = key[len(prefix) :].lstrip("/") or PurePosixPath(key).name
+    if ".." in PurePosixPath(rel).parts or not rel:
+        raise BadInput(
+            f"InputDataConfig.{channel.get('ChannelName')}",
+            key,
+            "S3 keys that stay inside the channel's folder (no '..' in their path)",
+        )
+    return dest / rel

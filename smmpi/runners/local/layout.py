@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from smmpi.errors import BadInput
+from smmpi.spec.secrets import check_pass_env
 from smmpi.toolkit.container import rank_env
 from smmpi.toolkit.environment import hyperparameters_json as hyperparameters_json_of
 from smmpi.toolkit.environment import input_data_config, resource_config
@@ -132,6 +133,7 @@ def passed_variables(
 ) -> dict[str, str]:
     """The variables of this shell the user asked to pass to the ranks (``--pass-env NAME``)."""
     out: dict[str, str] = {}
+    check_pass_env(names)
     for name in names:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise BadInput("pass-env", name, "a variable name (letters, digits, _)")

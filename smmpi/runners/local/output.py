@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
+from smmpi.bounded import create
 from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged, printable
 from smmpi.runners.base import Progress
 from smmpi.toolkit.hosts import host_of_rank
@@ -15,8 +17,9 @@ from smmpi.toolkit.tags import container_tag
 
 
 def _raw_log(path: Path) -> IO[str]:
-    """A log file that keeps the bytes ranks wrote (text read with ``surrogateescape``)."""
-    return open(path, "w", encoding="utf-8", errors="surrogateescape")
+    """A log file that keeps the bytes ranks wrote (text read with ``surrogateescape``),
+    created without following a link (a planted ``rank-0.log`` link is refused)."""
+    return io.TextIOWrapper(create(path, "log_dir"), encoding="utf-8", errors="surrogateescape")
 
 
 class Output:
@@ -39,9 +42,13 @@ class Output:
         self.untagged: IO[str] | None = None
         if log_dir is not None:
             log_dir.mkdir(parents=True, exist_ok=True)
-            self.untagged = _raw_log(log_dir / "mpirun.log")
-            for rank in range(world_size):  # one file per rank, even a silent one
-                self.files[rank] = _raw_log(log_dir / f"rank-{rank}.log")
+            try:
+                self.untagged = _raw_log(log_dir / "mpirun.log")
+                for rank in range(world_size):  # one file per rank, even a silent one
+                    self.files[rank] = _raw_log(log_dir / f"rank-{rank}.log")
+            except BaseException:  # a link planted since the check: nothing is left open
+                self.close()
+                raise
 
     def _emit(self, tagged: Tagged, echo: IO[str]) -> None:
         self.scan.feed_tagged(tagged)
@@ -107,3 +114,15 @@ def report_stacks(
             if stack
             else "(no stack: the rank had not started Python or had already exited)"
         )
+
+
+def path_hint(environment: Mapping[str, str], code: int) -> str:
+    """Why mpirun exited 127 when the job's Environment sets PATH: the container's
+    processes start with it, so mpirun, orted or python may not be found (as on SageMaker)."""
+    if code != 127 or "PATH" not in environment:
+        return ""
+    return (
+        f": PATH={printable(environment['PATH'])!r} from the job's environment (--env) replaces "
+        "the container's PATH, and mpirun, orted or python is not on it "
+        "(leave PATH out of --env, or keep the image's folders in it)"
+    )

@@ -39,7 +39,7 @@ from smmpi.runners.local.layout import (
     stack_dir,
 )
 from smmpi.runners.local.mpi import preflight
-from smmpi.runners.local.output import Output, report_stacks
+from smmpi.runners.local.output import Output, path_hint, report_stacks
 from smmpi.toolkit.hosts import host_of_rank
 from smmpi.toolkit.shape import JobShape
 
@@ -217,7 +217,7 @@ def _blame(result: RunResult, ends: Ends, scan: FailureScan, shape: JobShape, co
     if blame is None and first is not None:
         blame = Blame(first, scan.reason(first))
     if blame is None:
-        result.reason = f"mpirun exited with code {code}"
+        result.reason = f"mpirun exited with code {code}" + path_hint(shape.environment, code)
         return
     reason = blame.reason
     if blame.rank not in ends.exceptions and blame.rank in scan.exceptions:

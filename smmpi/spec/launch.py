@@ -1,0 +1,107 @@
+"""Custom mpirun options that would change the world or the launch: refused, with what to use.
+
+The container's mpirun line (``sagemaker_training/mpi.py``) sets the world
+itself: ``--host algo-1:n,...,algo-N:n -np N*n -map-by slot``, started over its
+own ssh. An option in ``custom_mpi_options`` that sets the number of ranks, the
+hosts, the placement of ranks on them, or the launcher and program, passes a dry
+run and then fails on SageMaker (Open MPI 4.1: "not enough slots", "more
+processes than the ppr can support", a launch agent that does not exist) or
+runs another world than the one asked for. Options are matched as Open MPI
+matches them: one or two dashes, ``--name=value`` too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from smmpi.errors import BadInput
+
+_WORLD = "ranks are instances x ppn: use -N/--instances and -n/--ppn"
+_HOSTS = "the hosts are algo-1..algo-N, given by the container: use -N/--instances"
+_PLACEMENT = "the container puts ppn ranks on each host in rank order (-map-by slot): use -n/--ppn"
+_LAUNCH = "the container starts the ranks itself; its launcher and program are not options"
+_PROGRAM = "ranks start in the code dir (/opt/ml/code) with the image's python: not an option"
+
+#: Open MPI 4.1 mpirun options (without dashes) and why each is refused.
+REFUSED_OPTIONS = {
+    **dict.fromkeys(("np", "n", "c"), _WORLD),
+    **dict.fromkeys(
+        (
+            "host",
+            "H",
+            "hosts",
+            "hostfile",
+            "machinefile",
+            "default-hostfile",
+            "add-host",
+            "add-hostfile",
+            "rankfile",
+            "rf",
+        ),
+        _HOSTS,
+    ),
+    **dict.fromkeys(
+        (
+            "N",
+            "npernode",
+            "pernode",
+            "npersocket",
+            "ppr",
+            "map-by",
+            "mapby",
+            "rank-by",
+            "bynode",
+            "byslot",
+            "bysocket",
+            "bycore",
+            "byboard",
+            "nolocal",
+        ),
+        _PLACEMENT,
+    ),
+    **dict.fromkeys(
+        ("app", "launch-agent", "prefix", "noprefix", "am", "tune", "configfile"), _LAUNCH
+    ),
+    # The program is the script's name, found in the code dir mpirun starts in.
+    **dict.fromkeys(("wdir", "wd", "path"), _PROGRAM),
+}
+
+#: MCA parameters (``-mca NAME VALUE``) that do the same as the options above.
+REFUSED_MCA = {
+    **dict.fromkeys(("orte_default_hostfile", "orte_default_dash_host"), _HOSTS),
+    **dict.fromkeys(
+        (
+            "rmaps_base_mapping_policy",
+            "rmaps_base_ranking_policy",
+            "rmaps_base_n_pernode",
+            "rmaps_base_n_persocket",
+            "rmaps_ppr_n_pernode",
+            "rmaps_base_no_schedule_local",
+        ),
+        _PLACEMENT,
+    ),
+    **dict.fromkeys(
+        ("plm", "plm_rsh_agent", "orte_rsh_agent", "plm_rsh_args", "orte_launch_agent"),
+        _LAUNCH,
+    ),
+}
+_MCA_FLAGS = ("mca", "gmca")
+
+
+def check_launch_options(argv: Sequence[str], shown: str) -> None:
+    """Refuse an option that changes the world or the launch (``shown``: the user's text)."""
+    for i, token in enumerate(argv):
+        if not token.startswith("-"):
+            continue
+        name = token.lstrip("-").split("=", 1)[0]
+        why = REFUSED_OPTIONS.get(name)
+        if why is None and name in _MCA_FLAGS and i + 1 < len(argv):
+            param = argv[i + 1]
+            why = REFUSED_MCA.get(param)
+            token = f"{token} {param}"
+        if why is not None:
+            raise BadInput(
+                "mpi_options",
+                shown,
+                f"options that leave the world and launch to the container ({token}: {why})",
+            )
