@@ -4,11 +4,13 @@ line its own MPI driver builds, offline, against golden files."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from smmpi.errors import BadInput
+from smmpi.runners.drivers.line import forwarded_credentials
 from smmpi.spec import MPIJob
 from tests.helpers import ROLE, check_golden, smmpi
 
@@ -49,15 +51,36 @@ def test_the_driver_builds_the_line_with_the_jobs_settings() -> None:
         ppn=2,
         mpi_options="-x NCCL_DEBUG=WARN",
         hyperparameters={"lr": "0.1"},
-        env={"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "x"},
+        env={"OMP_NUM_THREADS": "1"},
     ).plan()
     line = plan.mpirun
     assert line[:5] == ["mpirun", "--host", "algo-1:2,algo-2:2", "-np", "2"]
     tail = line[line.index("-x", line.index("PATH")) :]  # the additional options come after -x PATH
     assert tail[:4] == ["-x", "NCCL_DEBUG=WARN", "-np", "4"]
     assert line[-5:] == ["-m", "mpi4py", "demo.py", "--lr", "0.1"]
-    assert plan.forwarded == ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
+    assert plan.forwarded == []  # smmpi refuses credentials in --env, so none reach the driver
     assert any("-np 4" in note for note in plan.notes)
+
+
+def test_the_driver_forwards_credentials_it_finds(tmp_path: Path) -> None:
+    """Run the driver itself with credentials in the container's environment."""
+    from smmpi.runners.drivers.line import driver_mpirun
+
+    plan = _job(instances=2, ppn=1).plan()
+    request = dict(
+        plan.request, Environment={"AWS_ACCESS_KEY_ID": "AKID", "AWS_SESSION_TOKEN": "t"}
+    )
+    drivers = tmp_path / "sm_drivers"
+    import sagemaker.modules.train as train
+
+    shutil.copytree(Path(train.__file__).parent / "container_drivers", drivers)
+    (drivers / "sourcecode.json").write_text(json.dumps({"entry_script": "demo.py"}))
+    (drivers / "distributed.json").write_text(
+        json.dumps({"process_count_per_node": 1, "mpi_additional_options": []})
+    )
+    line = driver_mpirun(request, drivers)
+    assert forwarded_credentials(line) == ["AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN"]
+    assert "AKID" not in line
 
 
 def test_bad_api_and_names_are_refused() -> None:
