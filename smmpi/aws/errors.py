@@ -1,7 +1,17 @@
-"""Botocore failures as one line a user can act on; never a request, its headers or keys."""
+"""Botocore failures as one line a user can act on; never a request, its headers or keys.
+
+This is the one place where a service's answer becomes text for the user:
+:func:`error_line`, :func:`aws_errors` and :func:`scrub` keep the error code
+and the first line of its message, drop an HTML page's markup, remove every
+credential (the variables' values, signatures, tokens, key ids) and cap the
+length, whatever an endpoint echoes back.
+"""
 
 from __future__ import annotations
 
+import html
+import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -11,6 +21,21 @@ from smmpi.errors import SmmpiError
 MISSING_BUCKET = frozenset({"404", "NoSuchBucket", "NotFound"})
 MISSING_KEY = frozenset({"404", "NoSuchKey", "NotFound"})
 _NOT_FOUND = frozenset({"ResourceNotFound", "ResourceNotFoundException", "NoSuchKey", "404"})
+
+#: The longest message of a service's error that is shown.
+MESSAGE_CAP = 200
+_SECRET_VARS = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+)
+#: A credential's name followed by its value (the value is replaced), and AWS key ids.
+_NAMED_SECRET = re.compile(
+    r"(?i)(credential|signature|security-token|authorization|token|secret\w*)([=:]\s*)\S+"
+)
+_KEY_ID = re.compile(r"\b(AKIA|ASIA|AROA|AIDA)[A-Z0-9]{12,}\b")
+_TAG = re.compile(r"<[^>]*>")
 
 NO_CREDENTIALS = (
     "no AWS credentials found: configure a profile (aws configure) or set "
@@ -42,6 +67,22 @@ def error_code(err: Exception) -> str:
     return type(err).__name__
 
 
+def scrub(text: str, cap: int = MESSAGE_CAP) -> str:
+    """One printable line of ``text``: markup dropped, no credential, at most ``cap`` characters."""
+    if "<" in text:
+        title = re.search(r"(?is)<(title|message)>(.*?)</\1>", text)
+        text = title.group(2) if title else _TAG.sub(" ", text)
+        text = html.unescape(text)
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    for var in _SECRET_VARS:
+        value = os.environ.get(var, "").strip()
+        if len(value) >= 4:
+            line = line.replace(value, "***")
+    line = _KEY_ID.sub("***", _NAMED_SECRET.sub(r"\1\2***", line))
+    line = "".join(ch if ch.isprintable() else " " for ch in line)
+    return line if len(line) <= cap else line[: cap - 3] + "..."
+
+
 def error_line(err: Exception) -> str:
     """``Code: message`` for a botocore failure (the credentials hint when there are none)."""
     from botocore.exceptions import NoCredentialsError, PartialCredentialsError
@@ -50,8 +91,10 @@ def error_line(err: Exception) -> str:
         return NO_CREDENTIALS
     response = getattr(err, "response", None) or {}
     error = response.get("Error", {}) if isinstance(response, dict) else {}
-    code, message = error.get("Code"), error.get("Message")
-    return f"{code}: {message}" if code else str(err).splitlines()[0]
+    code, message = error.get("Code"), str(error.get("Message") or "")
+    if code:
+        return scrub(f"{code}: {scrub(message)}" if message else str(code))
+    return scrub(str(err)) or type(err).__name__
 
 
 def is_not_found(err: Exception) -> bool:
@@ -74,6 +117,7 @@ def _is_not_found(code: str, message: str) -> bool:
 def aws_errors(job: str | None = None, region: str | None = None) -> Iterator[None]:
     """Turn botocore failures into one line; a job that is not there is :class:`UnknownJob`."""
     from botocore.exceptions import (
+        BotoCoreError,
         ClientError,
         EndpointConnectionError,
         NoCredentialsError,
@@ -85,10 +129,19 @@ def aws_errors(job: str | None = None, region: str | None = None) -> Iterator[No
     except (NoCredentialsError, PartialCredentialsError):
         raise NotConfigured(NO_CREDENTIALS) from None
     except EndpointConnectionError as err:
-        raise SmmpiError(f"cannot reach AWS: {err.kwargs.get('endpoint_url', err)}") from None
+        where = scrub(str(err.kwargs.get("endpoint_url", err)))
+        raise SmmpiError(f"cannot reach AWS: {where}") from None
     except ClientError as err:
         info = err.response.get("Error", {})
         code, message = str(info.get("Code", "")), str(info.get("Message", ""))
         if job is not None and _is_not_found(code, message):
             raise UnknownJob(job, region) from None
-        raise SmmpiError(f"{err.operation_name}: {code}: {message}") from None
+        raise SmmpiError(f"{err.operation_name}: {error_line(err)}") from None
+    except BotoCoreError as err:
+        raise SmmpiError(f"AWS call failed: {error_line(err)}") from None
+
+
+def is_aws_failure(err: BaseException) -> bool:
+    """True for an exception raised by botocore, boto3, s3transfer or urllib3 (not smmpi's)."""
+    module = type(err).__module__.split(".")[0]
+    return module in ("botocore", "boto3", "s3transfer", "urllib3")

@@ -84,6 +84,11 @@ def infra_delete_cmd(stack_name: str, yes: bool, region: str | None) -> None:
     from smmpi.ops import infra
 
     infra.check_inputs(stack_name)
+    if not yes and not _interactive():
+        raise click.UsageError(
+            f"deleting stack {stack_name} needs a confirmation and there is no terminal "
+            "to ask on: pass --yes"
+        )
     (cfn,) = clients("cloudformation", region=region)
     if not yes and not click.confirm(f"Delete stack {stack_name} in {cfn.meta.region_name}?"):
         click.echo(f"smmpi: stack {stack_name} not deleted", err=True)
@@ -96,6 +101,14 @@ def infra_delete_cmd(stack_name: str, yes: bool, region: str | None) -> None:
             f"bucket {kept[0]} was kept with its job data{logs}; when no longer needed, "
             "delete every object version, then the bucket"
         )
+
+
+def _interactive() -> bool:
+    """A terminal to ask on: stdin open and a tty."""
+    try:
+        return sys.stdin is not None and not sys.stdin.closed and sys.stdin.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 @click.command("doctor")
