@@ -10,6 +10,7 @@ length, whatever an endpoint echoes back.
 from __future__ import annotations
 
 import html
+import http.client
 import os
 import re
 from collections.abc import Iterator
@@ -91,10 +92,16 @@ def error_line(err: Exception) -> str:
         return NO_CREDENTIALS
     response = getattr(err, "response", None) or {}
     error = response.get("Error", {}) if isinstance(response, dict) else {}
+    status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
     code, message = error.get("Code"), str(error.get("Message") or "")
+    if code in (None, "", "Unknown") and status:  # an answer not in the API's format
+        code, message = str(status), http.client.responses.get(int(status), message)
     if code:
         return scrub(f"{code}: {scrub(message)}" if message else str(code))
-    return scrub(str(err)) or type(err).__name__
+    text = str(err)
+    if "Unable to parse response" in text:  # botocore could not read the endpoint's answer
+        return "the endpoint's answer is not in the AWS API's format (an error page?)"
+    return scrub(text) or type(err).__name__
 
 
 def is_not_found(err: Exception) -> bool:

@@ -104,9 +104,15 @@ def infra_delete_cmd(stack_name: str, yes: bool, region: str | None) -> None:
 
 
 def _interactive() -> bool:
-    """A terminal to ask on: stdin open and a tty."""
+    """Someone to ask: a terminal, or a pipe with an answer in it (not closed, not at its end)."""
+    stdin = sys.stdin
     try:
-        return sys.stdin is not None and not sys.stdin.closed and sys.stdin.isatty()
+        if stdin is None or stdin.closed:
+            return False
+        if stdin.isatty():
+            return True
+        buffer = getattr(stdin, "buffer", None)
+        return bool(buffer.peek(1)) if hasattr(buffer, "peek") else True
     except (OSError, ValueError):
         return False
 

@@ -39,12 +39,10 @@ def check_settings() -> None:
 
 
 def _check_local_jobs() -> None:
-    """``SMMPI_LOCAL_JOBS``, when set, is an absolute folder (or a place one can be made)."""
+    """``SMMPI_LOCAL_JOBS``, when set, is a folder (or a place one can be made)."""
     value = os.environ.get("SMMPI_LOCAL_JOBS")
     if value is None:
         return
     path = os.path.expanduser(value)
-    if not os.path.isabs(path):
-        raise BadInput("SMMPI_LOCAL_JOBS", value, "an absolute path to a folder")
     if os.path.lexists(path) and not os.path.isdir(path):
         raise BadInput("SMMPI_LOCAL_JOBS", value, "a folder (this is a file)")
