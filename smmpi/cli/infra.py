@@ -111,8 +111,8 @@ def _interactive() -> bool:
             return False
         if stdin.isatty():
             return True
-        buffer = getattr(stdin, "buffer", None)
-        return bool(buffer.peek(1)) if hasattr(buffer, "peek") else True
+        peek = getattr(getattr(stdin, "buffer", None), "peek", None)
+        return bool(peek(1)) if peek is not None else True
     except (OSError, ValueError):
         return False
 
