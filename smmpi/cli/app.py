@@ -64,7 +64,8 @@ def main() -> None:
 
     ensure_home()
     if not {"-h", "--help"} & set(sys.argv[1:]):
-        check_settings()  # every SMMPI_* setting, before any command does work
+        # every SMMPI_* setting, before any command does work (doctor reports on mpirun itself)
+        check_settings(mpirun=click.get_current_context().invoked_subcommand != "doctor")
 
 
 @main.command("entry-points")

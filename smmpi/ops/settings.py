@@ -19,8 +19,11 @@ from smmpi.ops.local_jobs import configured_keep
 ISOLATION_MODES = ("auto", "hosts", "processes")
 
 
-def check_settings() -> None:
-    """Refuse, in one line, any ``SMMPI_*`` variable smmpi could not use."""
+def check_settings(mpirun: bool = True) -> None:
+    """Refuse, in one line, any ``SMMPI_*`` variable smmpi could not use.
+
+    ``mpirun=False`` leaves ``SMMPI_MPIRUN`` to ``smmpi doctor``, which reports on it.
+    """
     configured_keep()  # SMMPI_LOCAL_JOBS_KEEP
     _check_local_jobs()
     env = os.environ
@@ -33,9 +36,9 @@ def check_settings() -> None:
         raise BadInput("SMMPI_BUCKET", env["SMMPI_BUCKET"], BUCKET_RULE)
     if env.get("SMMPI_REGION"):
         check_known_region(env["SMMPI_REGION"], " (from SMMPI_REGION)")
-    mpirun = env.get("SMMPI_MPIRUN")
-    if mpirun and not shutil.which(mpirun):
-        raise BadInput("SMMPI_MPIRUN", mpirun, "an mpirun on PATH, or the path to one")
+    chosen = env.get("SMMPI_MPIRUN")
+    if mpirun and chosen and not shutil.which(chosen):
+        raise BadInput("SMMPI_MPIRUN", chosen, "an mpirun on PATH, or the path to one")
 
 
 def _check_local_jobs() -> None:

@@ -38,6 +38,7 @@ JOB_COMMANDS = [
     ["run", "--from-job", JOB],
 ]
 IDS = ["status", "logs", "stop", "fetch", "jobs", "infra-show", "run-from-job"]
+SUBMIT = ["submit", "demo", "-N", "1", "-n", "2", "--role", ROLE, "--bucket", "b-b-b", "--no-wait"]
 
 
 @pytest.fixture
@@ -160,7 +161,7 @@ def test_a_fifo_as_the_aws_config_file_does_not_hang(
     refused(smmpi(["status", JOB], {**aws, "AWS_CONFIG_FILE": str(fifo)}, timeout=30), str(fifo))
 
 
-@pytest.mark.parametrize("command", JOB_COMMANDS, ids=IDS)
+@pytest.mark.parametrize("command", [*JOB_COMMANDS, SUBMIT], ids=[*IDS, "submit"])
 @pytest.mark.parametrize("tail", ["\r\nX-Injected: 1", "\n", "\x1b[2J"], ids=["crlf", "lf", "esc"])
 def test_a_session_token_with_a_line_break_is_one_line_without_it(
     command: list[str], tail: str, tmp_path: Path, moto_server: MotoServer, aws: dict[str, str]
@@ -229,7 +230,7 @@ def echo_errors(request: pytest.FixtureRequest) -> Iterator[EchoErrors]:
         server.server_close()
 
 
-@pytest.mark.parametrize("command", JOB_COMMANDS, ids=IDS)
+@pytest.mark.parametrize("command", [*JOB_COMMANDS, SUBMIT], ids=[*IDS, "submit"])
 def test_an_error_page_is_one_line_without_credentials(
     command: list[str], echo_errors: EchoErrors, tmp_path: Path, aws: dict[str, str]
 ) -> None:
