@@ -196,11 +196,14 @@ class _Echo(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         sent = "".join(f"{k}: {v}\n" for k, v in self.headers.items())
         one_line = sent.replace("\n", " ")
+        signed_first = " ".join(f"{k}: {v}" for k, v in reversed(self.headers.items()))
         bodies = {
             "html": ("text/html", f"<html><head><title>403 Forbidden</title></head><pre>{sent}"),
             "json": (
                 "application/x-amz-json-1.1",
-                json.dumps({"__type": "AccessDeniedException", "Message": f"denied: {one_line}"}),
+                json.dumps(
+                    {"__type": "AccessDeniedException", "Message": f"denied: {signed_first}"}
+                ),
             ),
             "xml": (
                 "text/xml",
@@ -245,6 +248,24 @@ def test_an_error_page_is_one_line_without_credentials(
     assert any(n in lines[0] for n in named), lines[0]
     for secret in (TOKEN, aws["AWS_ACCESS_KEY_ID"], aws["AWS_SECRET_ACCESS_KEY"], "Signature="):
         assert secret not in shown, (secret, shown)
+
+
+def test_credentials_from_a_profile_are_not_shown_either(
+    echo_errors: EchoErrors, tmp_path: Path, aws: dict[str, str]
+) -> None:
+    """smmpi does not know these values: what looks like a key id or a signed header goes."""
+    key_id, token = "AKIAPROFILEKEYID12345", "profile-token-do-not-print"
+    credentials = tmp_path / "credentials"
+    credentials.write_text(
+        f"[default]\naws_access_key_id = {key_id}\n"
+        f"aws_secret_access_key = profile-secret\naws_session_token = {token}\n"
+    )
+    env = {k: v for k, v in aws.items() if not k.startswith(("AWS_ACCESS", "AWS_SECRET"))}
+    env.update(AWS_ENDPOINT_URL=echo_errors.url, AWS_SHARED_CREDENTIALS_FILE=str(credentials))
+    done = smmpi(["status", JOB], env, cwd=tmp_path, timeout=60)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    for secret in (key_id, token, "profile-secret"):
+        assert secret not in done.stdout + done.stderr, (secret, done.stderr)
 
 
 # ---------------------------------------------------------------- inputs, ranks
