@@ -37,6 +37,11 @@ _NAMED_SECRET = re.compile(
 )
 _KEY_ID = re.compile(r"\b(AKIA|ASIA|AROA|AIDA)[A-Z0-9]{12,}\b")
 _TAG = re.compile(r"<[^>]*>")
+_BAD_HEADER = re.compile(r"(?i)invalid header (value|name)")
+BAD_HEADER = (
+    "a request header would hold a line break or a control character, from a credential or "
+    "a setting (its value is not shown): check AWS_SESSION_TOKEN and the credentials' source"
+)
 
 NO_CREDENTIALS = (
     "no AWS credentials found: configure a profile (aws configure) or set "
@@ -74,6 +79,8 @@ def scrub(text: str, cap: int = MESSAGE_CAP) -> str:
         title = re.search(r"(?is)<(title|message)>(.*?)</\1>", text)
         text = title.group(2) if title else _TAG.sub(" ", text)
         text = html.unescape(text)
+    if _BAD_HEADER.search(text):  # http.client quotes the header's value: maybe a credential
+        return BAD_HEADER
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     for var in _SECRET_VARS:
         value = os.environ.get(var, "").strip()
@@ -148,7 +155,17 @@ def aws_errors(job: str | None = None, region: str | None = None) -> Iterator[No
         raise SmmpiError(f"AWS call failed: {error_line(err)}") from None
 
 
+_AWS_PACKAGES = ("botocore", "boto3", "s3transfer", "urllib3")
+
+
 def is_aws_failure(err: BaseException) -> bool:
-    """True for an exception raised by botocore, boto3, s3transfer or urllib3 (not smmpi's)."""
-    module = type(err).__module__.split(".")[0]
-    return module in ("botocore", "boto3", "s3transfer", "urllib3")
+    """True for an exception of botocore, boto3, s3transfer or urllib3, or raised under them
+    (``http.client`` refusing a header botocore built, for instance)."""
+    if type(err).__module__.split(".")[0] in _AWS_PACKAGES:
+        return True
+    tb = err.__traceback__
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).split(".")[0] in _AWS_PACKAGES:
+            return True
+        tb = tb.tb_next
+    return False

@@ -11,6 +11,7 @@ profile).
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -121,4 +122,32 @@ def test_credentials_from_a_profile_are_not_shown_either(
     done = smmpi(["status", JOB], env, cwd=tmp_path, timeout=60)
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     for secret in (key_id, token, "profile-secret"):
+        assert secret not in done.stdout + done.stderr, (secret, done.stderr)
+
+
+CREDENTIAL_PROCESS = """\
+import json
+import sys
+print(json.dumps({"Version": 1, "AccessKeyId": "AKIDPROCESS", "SecretAccessKey": "process-secret",
+                  "SessionToken": "tok\\r\\nX-Injected: SECRET-PART"}))
+"""
+
+
+@pytest.mark.parametrize("command", [*JOB_COMMANDS, SUBMIT], ids=[*IDS, "submit"])
+def test_a_line_break_in_a_token_from_a_credential_process_is_not_shown(
+    command: list[str], tmp_path: Path, aws: dict[str, str]
+) -> None:
+    """A token smmpi cannot check before the call: http.client's refusal quotes it."""
+    script = tmp_path / "credentials.py"
+    script.write_text(CREDENTIAL_PROCESS)
+    config = tmp_path / "aws-config"
+    config.write_text(f"[default]\ncredential_process = {sys.executable} {script}\n")
+    env = {k: v for k, v in aws.items() if not k.startswith(("AWS_ACCESS", "AWS_SECRET"))}
+    env["AWS_CONFIG_FILE"] = str(config)
+    done = smmpi(command, env, cwd=tmp_path, timeout=60)
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1, (done.returncode, lines)
+    assert "line break" in lines[0], lines[0]
+    for secret in ("SECRET-PART", "process-secret", "AKIDPROCESS"):
         assert secret not in done.stdout + done.stderr, (secret, done.stderr)
