@@ -94,6 +94,20 @@ def _check_file(var: str, where: str, named: bool) -> None:
         raise BadInput(field, path, "a regular file (not a device, FIFO or folder)")
     if info.st_size > FILE_CAP:
         raise BadInput(field, path, f"a file of at most {FILE_CAP // 1024} KiB")
+    _check_ini(field, path)
+
+
+def _check_ini(field: str, path: str) -> None:
+    """The file parses as AWS's tools parse it (botocore's own parser)."""
+    try:
+        from botocore.configloader import raw_config_parse
+        from botocore.exceptions import BotoCoreError
+    except ImportError:
+        return
+    try:
+        raw_config_parse(path)
+    except (BotoCoreError, UnicodeDecodeError):
+        raise BadInput(field, path, "an INI file as `aws configure` writes it") from None
 
 
 def _check_profile() -> None:

@@ -156,6 +156,16 @@ def test_a_fifo_as_the_aws_config_file_does_not_hang(
     refused(smmpi(["status", JOB], {**aws, "AWS_CONFIG_FILE": str(fifo)}, timeout=30), str(fifo))
 
 
+@pytest.mark.parametrize("var", ["AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"])
+@pytest.mark.parametrize("content", [b"no section\n[open", b"\xff\xfe[default]\n"])
+def test_an_aws_file_botocore_cannot_parse_is_one_line_naming_it(
+    var: str, content: bytes, tmp_path: Path, moto_server: MotoServer, aws: dict[str, str]
+) -> None:
+    broken = tmp_path / "broken.ini"
+    broken.write_bytes(content)
+    refused(smmpi(["status", JOB], {**aws, var: str(broken)}), var, str(broken))
+
+
 @pytest.mark.parametrize("command", [*JOB_COMMANDS, SUBMIT], ids=[*IDS, "submit"])
 @pytest.mark.parametrize("tail", ["\r\nX-Injected: 1", "\n", "\x1b[2J"], ids=["crlf", "lf", "esc"])
 def test_a_session_token_with_a_line_break_is_one_line_without_it(
