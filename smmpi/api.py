@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from smmpi.catalog import resolve
+from smmpi.ops.settings import check_settings
 from smmpi.runners.base import Progress, RunOptions, writer
 from smmpi.runners.local.inputs import fetch_source
 from smmpi.runners.local.job import LocalJob, run_request
@@ -44,6 +45,7 @@ def options(
     ``pass_env`` names variables of this process's environment for the ranks;
     ``with_credentials`` adds its AWS credentials (the ranks get nothing else of it).
     """
+    check_settings()  # every SMMPI_* setting before anything runs
     chosen = RunOptions(**fields, env=passed_variables(pass_env, with_credentials, os.environ))
     if chosen.log_dir is not None:
         check_log_dir(chosen.log_dir)
@@ -78,6 +80,7 @@ def submit(
     **more: Any,
 ) -> Submission:
     """Upload the source dir, create the training job on SageMaker, and follow it if ``wait``."""
+    check_settings()
     return submit_job(job, wait=wait, echo=echo, stop_on_interrupt=stop_on_interrupt, **more)
 
 
@@ -86,6 +89,7 @@ def run_from_job(name: str, *, region: str | None = None, **local_options: Any) 
 
     Its description and code come through clients that honour ``AWS_ENDPOINT_URL``.
     """
+    check_settings()
     description, s3 = describe_remote(name, region)
     request = request_from_description(description)
     source = fetch_source(request, s3)

@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from smmpi import config
+from smmpi.aws.environment import check_environment
 from smmpi.aws.errors import NotConfigured
-from smmpi.aws.facts import REGION_RE, REGION_RULE, shared_loader
-from smmpi.errors import BadInput, SmmpiError
+from smmpi.aws.facts import check_known_region, shared_loader
+from smmpi.errors import SmmpiError
 
 if TYPE_CHECKING:
     import boto3
@@ -36,27 +37,42 @@ def aws_region() -> str | None:
     botocore's own chain ends at the instance metadata service, a network
     call a dry run must not make; only variables and files are read here.
     """
+    return _aws_region()[0]
+
+
+def _aws_region() -> tuple[str | None, str]:
+    """AWS's own region and where it came from (for a one-line refusal)."""
     for var in ("AWS_REGION", "AWS_DEFAULT_REGION"):
         if os.environ.get(var):
-            return os.environ[var]
+            return os.environ[var], f" (from {var})"
+    check_environment()
     try:
         import botocore.session
 
         region = botocore.session.Session().get_scoped_config().get("region")
     except Exception:  # no botocore, or a broken profile: a dry run still works
-        return None
-    return str(region) if region else None
+        return None, ""
+    return (str(region), " (from the AWS profile)") if region else (None, "")
 
 
 def resolve_region(flag: str | None = None) -> str | None:
     """Region by smmpi's precedence: flag, SMMPI_REGION, config file, then AWS's own.
 
-    A value that is not a region name (``a/b``) is one line, not botocore's
-    traceback.
+    A value that is not a region name (``a/b``), or a region botocore does not
+    know (``xx-fake-9``), is one line naming where it came from, not an
+    endpoint's error page or botocore's traceback.
     """
-    region = configured_region(flag) or aws_region()
-    if region is not None and not REGION_RE.match(region):
-        raise BadInput("region", region, REGION_RULE)
+    region: str | None
+    if flag:
+        region, source = flag, ""
+    elif os.environ.get("SMMPI_REGION"):
+        region, source = os.environ["SMMPI_REGION"], " (from SMMPI_REGION)"
+    else:
+        region, source = configured_region(), f" (from {config.path()})"
+        if not region:
+            region, source = _aws_region()
+    if region is not None:
+        check_known_region(region, source)
     return region
 
 
@@ -64,6 +80,7 @@ def botocore_session() -> Any:
     """A botocore session sharing smmpi's data loader (unless AWS_DATA_PATH customises it)."""
     import botocore.session
 
+    check_environment()
     session = botocore.session.Session()
     if not os.environ.get("AWS_DATA_PATH"):
         session.register_component("data_loader", shared_loader())

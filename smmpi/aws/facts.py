@@ -93,3 +93,28 @@ def check_job_name(name: str) -> str:
     if not JOB_NAME_RE.match(name):
         raise BadInput("job name", name, JOB_NAME_RULE)
     return name
+
+
+@functools.lru_cache(maxsize=1)
+def known_regions() -> frozenset[str]:
+    """Every region of every partition in botocore's endpoint data (empty without botocore)."""
+    try:
+        data = shared_loader().load_data("endpoints")
+    except ImportError:
+        return frozenset()
+    return frozenset(r for p in data.get("partitions", []) for r in p.get("regions", {}))
+
+
+def check_known_region(region: str, source: str = "") -> str:
+    """A well-formed region name that botocore knows, else one line naming where it came from."""
+    if not REGION_RE.match(region):
+        raise BadInput("region" + source, region, REGION_RULE)
+    known = known_regions()
+    if known and region not in known:
+        raise BadInput(
+            "region" + source,
+            region,
+            f"one of the {len(known)} regions AWS's SDK knows "
+            "(e.g. us-east-1, us-west-2, eu-west-1)",
+        )
+    return region

@@ -23,11 +23,21 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except SmmpiError as err:
             _fail(err)
+        except Exception as err:
+            from smmpi.aws.errors import error_line, is_aws_failure
+
+            if not is_aws_failure(err):
+                raise
+            click.echo(f"smmpi: {error_line(err)}", err=True)  # scrubbed: no credential
+            sys.exit(1)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         try:
             code = super().main(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as err:
+            click.echo(err.ctx.get_help())  # a bare `smmpi`: its help, as click's convention
+            sys.exit(0)
         except click.exceptions.BadParameter as err:
             message = err.message if err.message.startswith("invalid ") else err.format_message()
             click.echo(f"smmpi: {message}", err=True)
@@ -50,8 +60,12 @@ def main() -> None:
     the same world size (run, submit --local), or submit it to SageMaker.
     """
     from smmpi.config import ensure_home
+    from smmpi.ops.settings import check_settings
 
     ensure_home()
+    if not {"-h", "--help"} & set(sys.argv[1:]):
+        # every SMMPI_* setting, before any command does work (doctor reports on mpirun itself)
+        check_settings(mpirun=click.get_current_context().invoked_subcommand != "doctor")
 
 
 @main.command("entry-points")

@@ -84,6 +84,11 @@ def infra_delete_cmd(stack_name: str, yes: bool, region: str | None) -> None:
     from smmpi.ops import infra
 
     infra.check_inputs(stack_name)
+    if not yes and not _interactive():
+        raise click.UsageError(
+            f"deleting stack {stack_name} needs a confirmation and there is no terminal "
+            "to ask on: pass --yes"
+        )
     (cfn,) = clients("cloudformation", region=region)
     if not yes and not click.confirm(f"Delete stack {stack_name} in {cfn.meta.region_name}?"):
         click.echo(f"smmpi: stack {stack_name} not deleted", err=True)
@@ -96,6 +101,20 @@ def infra_delete_cmd(stack_name: str, yes: bool, region: str | None) -> None:
             f"bucket {kept[0]} was kept with its job data{logs}; when no longer needed, "
             "delete every object version, then the bucket"
         )
+
+
+def _interactive() -> bool:
+    """Someone to ask: a terminal, or a pipe with an answer in it (not closed, not at its end)."""
+    stdin = sys.stdin
+    try:
+        if stdin is None or stdin.closed:
+            return False
+        if stdin.isatty():
+            return True
+        peek = getattr(getattr(stdin, "buffer", None), "peek", None)
+        return bool(peek(1)) if peek is not None else True
+    except (OSError, ValueError):
+        return False
 
 
 @click.command("doctor")

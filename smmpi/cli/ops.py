@@ -121,6 +121,8 @@ def logs_cmd(
     _check_logs_args(job, rank, host, interval)
     sm, logs = clients("sagemaker", "logs", region=region)
     st = status.job_status(sm, job, region)
+    if rank is not None:
+        _check_rank(rank, st)
     if host is not None:
         _check_host(logs, job, host)
     show = _printer(rank, host)
@@ -139,6 +141,13 @@ def _check_logs_args(job: str, rank: int | None, host: str | None, interval: flo
         raise BadInput("host", host, "algo-1, algo-2, ... (one per instance)")
     if interval <= 0:
         raise BadInput("interval", interval, "seconds > 0")
+
+
+def _check_rank(rank: int, st: JobStatus) -> None:
+    """A rank the job does not have (its world: instances x processes per host) is refused."""
+    world = st.instance_count * (st.processes_per_host or 1)
+    if rank >= world:
+        raise BadInput("rank", rank, f"0 to {world - 1} ({st.name} runs {world} ranks)")
 
 
 def _check_host(logs: Any, job: str, host: str) -> None:

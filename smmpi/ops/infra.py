@@ -18,6 +18,7 @@ from smmpi import config
 from smmpi.aws.errors import aws_errors
 from smmpi.aws.facts import SMMPI_TAG_KEY, SMMPI_TAG_VALUE
 from smmpi.errors import BadInput, SmmpiError
+from smmpi.ops.local_jobs import tighten_dir
 
 DEFAULT_STACK = "smmpi"
 STACK_NAME_RE = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]{0,127}$")
@@ -164,7 +165,7 @@ def save_outputs(
 ) -> Path:
     """Write the stack's outputs into smmpi's config; keys absent from the stack are cleared."""
     group = outputs.get("SecurityGroupId")
-    return config.save(
+    saved = config.save(
         {
             "role": outputs["RoleArn"],
             "bucket": outputs["BucketName"],
@@ -174,6 +175,16 @@ def save_outputs(
             "subnets": list(subnets) if group and subnets else None,
         }
     )
+    _private(saved)
+    return saved
+
+
+def _private(saved: Path) -> None:
+    """The config file 0600, and its folder 0700 when it is smmpi's own (``.../smmpi``)."""
+    if not saved.is_symlink():
+        saved.chmod(0o600)
+    if saved.parent.name == "smmpi":
+        tighten_dir(saved.parent)
 
 
 def show(cfn: Any, stack: str = DEFAULT_STACK) -> tuple[str, dict[str, str]]:

@@ -7,6 +7,12 @@ folders only, so nothing else in that place is ever touched. After each local
 job the oldest finished ones beyond ``$SMMPI_LOCAL_JOBS_KEEP`` (default
 :data:`DEFAULT_KEEP`) are removed. A job still in progress is kept unless the
 process that ran it is gone.
+
+The marker records the job's owner: the pid and start time of the process
+that runs it. A reader that finds a job InProgress whose owner is gone (killed,
+even by SIGKILL) records it as Failed, "the local run was killed". Folders are
+0700 and smmpi's own files in them 0600; older, looser ones are tightened when
+found.
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +34,98 @@ DEFAULT_KEEP = 20
 KEEP_ENV = "SMMPI_LOCAL_JOBS_KEEP"
 
 
+KILLED = "the local run was killed"
+
+
 def jobs_root() -> Path:
     """Where local jobs live: ``$SMMPI_LOCAL_JOBS``, else ``~/.smmpi/local-jobs``."""
     explicit = os.environ.get("SMMPI_LOCAL_JOBS")
     return Path(explicit).expanduser() if explicit else Path.home() / ".smmpi" / "local-jobs"
+
+
+def _make_root(root: Path) -> None:
+    """The root folder, 0700; smmpi's default one (and ``~/.smmpi``) tightened if looser."""
+    if os.environ.get("SMMPI_LOCAL_JOBS"):
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)  # the user's folder: left as it is
+        return
+    for own in (root.parent, root):
+        own.mkdir(mode=0o700, exist_ok=True)
+        tighten_dir(own)
+
+
+def tighten_dir(path: Path) -> None:
+    """A folder of smmpi's, not a link and owned by this user, made 0700 if it is looser."""
+    try:
+        info = path.lstat()
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077:
+            path.chmod(0o700)
+    except OSError:
+        pass
+
+
+def tighten(folder: Path) -> None:
+    """A local job's folder 0700, its files and ``logs/`` files 0600 (links are left alone)."""
+    tighten_dir(folder)
+    for parent in (folder, folder / "logs"):
+        try:
+            children = list(parent.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            try:
+                info = child.lstat()
+                if stat.S_ISDIR(info.st_mode):
+                    tighten_dir(child)
+                elif stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
+                    child.chmod(0o600)
+            except OSError:
+                continue
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (0600) through a temporary file; never through a link."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    fd = os.open(tmp, flags, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def owner_record() -> str:
+    """This process as a local job's owner: ``pid start-time`` (start time from /proc)."""
+    return f"{os.getpid()} {_start_time(os.getpid()) or ''}".strip() + "\n"
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def owner_alive(record: str) -> bool:
+    """True while the process that ``record`` names runs (the same pid *and* start time)."""
+    fields = record.split()
+    if not fields or not fields[0].isdigit():
+        return False
+    pid = int(fields[0])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if len(fields) < 2:
+        return True  # an owner recorded before start times were: the pid alone
+    started = _start_time(pid)
+    return started is None or started == fields[1]
 
 
 def create_folder(name: str) -> Path:
@@ -37,8 +133,8 @@ def create_folder(name: str) -> Path:
     root = jobs_root()
     folder = root / name
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        folder.mkdir()
+        _make_root(root)
+        folder.mkdir(mode=0o700)
     except FileExistsError:
         raise BadInput(
             "job_name",
@@ -50,7 +146,7 @@ def create_folder(name: str) -> Path:
         raise BadInput(
             "SMMPI_LOCAL_JOBS", str(root), f"a folder smmpi can write to ({err.strerror})"
         ) from None
-    (folder / MARKER).write_text(f"{os.getpid()}\n", encoding="utf-8")
+    write_private(folder / MARKER, owner_record())
     return folder
 
 
@@ -69,7 +165,7 @@ class LocalJobEntry:
     created: str
     folder: Path
     modified: float
-    pid: int | None
+    owner: str  # the marker's record: "pid start-time"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -82,20 +178,12 @@ class LocalJobEntry:
     @property
     def running(self) -> bool:
         """In progress, and the process that runs it is still alive."""
-        if self.status != "InProgress" or self.pid is None:
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return self.status == "InProgress" and owner_alive(self.owner)
 
 
 def _entry(folder: Path) -> LocalJobEntry | None:
     marker = folder / MARKER
-    if not marker.is_file():
+    if not marker.is_file() or marker.is_symlink():
         return None
     record_path = folder / "describe.json"
     try:
@@ -103,15 +191,36 @@ def _entry(folder: Path) -> LocalJobEntry | None:
         modified = record_path.stat().st_mtime
     except (OSError, ValueError):
         record, modified = {}, marker.stat().st_mtime
-    pid_text = marker.read_text(encoding="utf-8").strip()
+    owner = marker.read_text(encoding="utf-8", errors="replace")[:100]
+    status = str(record.get("TrainingJobStatus", "InProgress"))
+    if status == "InProgress" and not owner_alive(owner):
+        record = _mark_killed(folder, record)
+        status = str(record["TrainingJobStatus"])
     return LocalJobEntry(
         name=folder.name,
-        status=str(record.get("TrainingJobStatus", "InProgress")),
+        status=status,
         created=str(record.get("CreationTime", "")),
         folder=folder,
         modified=modified,
-        pid=int(pid_text) if pid_text.isdigit() else None,
+        owner=owner,
     )
+
+
+def _mark_killed(folder: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Record as Failed a job whose owner died before it could say how the job ended."""
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    record = {"TrainingJobName": folder.name, **record}
+    record.update(
+        TrainingJobStatus="Failed",
+        SecondaryStatus="Failed",
+        FailureReason=KILLED,
+        TrainingEndTime=record.get("TrainingEndTime") or now,
+    )
+    try:
+        write_private(folder / "describe.json", json.dumps(record, indent=2, default=str) + "\n")
+    except OSError:
+        pass  # not ours to write (another user's folder): shown as Failed all the same
+    return record
 
 
 def list_jobs() -> list[LocalJobEntry]:
@@ -119,8 +228,13 @@ def list_jobs() -> list[LocalJobEntry]:
     root = jobs_root()
     if not root.is_dir():
         return []
+    if not os.environ.get("SMMPI_LOCAL_JOBS"):
+        tighten_dir(root.parent)
+        tighten_dir(root)
     entries = [_entry(p) for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
     found = [e for e in entries if e is not None]
+    for entry in found:
+        tighten(entry.folder)
     return sorted(found, key=lambda e: e.modified, reverse=True)
 
 

@@ -126,9 +126,9 @@ def test_logs_one_rank(moto_server: MotoServer, env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [f"Data at rank 4 {ARR}"]
     done = run(["logs", JOB, "--rank", "9"], cli_env(env, moto_server))
-    assert done.returncode == 0
+    assert done.returncode == 2  # the job runs 6 ranks
     assert done.stdout == ""
-    assert "no output from rank 9; ranks seen: [0, 1, 2, 3, 4, 5]" in done.stderr
+    assert done.stderr == f"smmpi: invalid rank: 9; allowed: 0 to 5 ({JOB} runs 6 ranks)\n"
 
 
 def test_logs_one_host_shows_its_whole_stream(moto_server: MotoServer, env: dict[str, str]) -> None:

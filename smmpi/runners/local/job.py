@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING, Any
 from smmpi.archives import extract, tar_dirs
 from smmpi.aws.facts import check_job_name
 from smmpi.errors import BadInput
-from smmpi.ops.local_jobs import configured_keep, create_folder, jobs_root, prune, remove_folder
+from smmpi.ops.local_jobs import (
+    configured_keep,
+    create_folder,
+    jobs_root,
+    prune,
+    remove_folder,
+    tighten,
+    write_private,
+)
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import isolation
 from smmpi.runners.local.bounds import check_bounds
@@ -92,9 +100,7 @@ def load_record(name: str) -> dict[str, Any]:
 
 
 def _write_record(folder: Path, record: dict[str, Any]) -> None:
-    tmp = folder / "describe.json.tmp"
-    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
-    tmp.replace(folder / "describe.json")
+    write_private(folder / "describe.json", json.dumps(record, indent=2, default=str) + "\n")
 
 
 def _new_record(request: Mapping[str, Any], name: str, run_dir: Path) -> dict[str, Any]:
@@ -221,6 +227,7 @@ def run_request(
             mode=mode,
         )
     _conclude(record, folder, shape, result, start)
+    tighten(folder)  # its archives and logs: 0600, as every file smmpi keeps
     if not options.keep:
         shutil.rmtree(run_dir, ignore_errors=True)
     job = LocalJob(name, folder, record, result)

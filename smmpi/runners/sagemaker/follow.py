@@ -166,7 +166,8 @@ class _LogPump:
         try:
             lines = self.log.poll(final=final)
         except (SmmpiError, ClientError, BotoCoreError) as err:
-            self.say(f"smmpi: not following the log any more: {err}")
+            why = str(err) if isinstance(err, SmmpiError) else error_line(err)
+            self.say(f"smmpi: not following the log any more: {why}")
             self.log = None
             return
         for line in lines:

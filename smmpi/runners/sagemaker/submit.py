@@ -7,9 +7,10 @@ call did not write is ever deleted or overwritten:
    and the request is built (and validated by botocore) before anything is touched;
 2. the job name must be free: SageMaker never reuses one, and a taken name is
    refused before anything is uploaded;
-3. the bucket must exist; a named bucket that does not is refused (``smmpi
-   infra deploy`` makes one, ``--create-bucket`` a plain one); only the SDK's
-   own default bucket is created unasked, as the SDK does, and said so;
+3. every ``--input`` channel's bucket must exist, and so must the job's bucket;
+   a named bucket that does not is refused (``smmpi infra deploy`` makes one,
+   ``--create-bucket`` a plain one); only the SDK's own default bucket is
+   created unasked, as the SDK does, and said so;
 4. the source dir goes to a key that holds this call's own id, written only if
    nothing is there (``If-None-Match``);
 5. CreateTrainingJob; if SageMaker refuses it, that one key is deleted.
@@ -25,7 +26,7 @@ from smmpi import config
 from smmpi.aws.clients import split_s3
 from smmpi.aws.errors import MISSING_BUCKET, error_code, error_line, is_not_found
 from smmpi.catalog import SOURCE_WARN_BYTES
-from smmpi.errors import SmmpiError
+from smmpi.errors import BadInput, SmmpiError
 from smmpi.ops.cloudwatch import JobLog
 from smmpi.runners.base import Progress, Runner, RunOptions, silent
 from smmpi.runners.sagemaker.follow import follow
@@ -117,6 +118,33 @@ def check_name_free(sagemaker: SageMakerClient, name: str, region: str) -> None:
     raise NameTaken(name, region)
 
 
+def check_input_buckets(s3: S3Client, request: Request, region: str) -> None:
+    """Each S3 channel's bucket must exist, as ``--bucket``'s must (before anything is created).
+
+    Only "no such bucket" is refused: a bucket the user cannot see may still be
+    one the job's role can read.
+    """
+    from botocore.exceptions import ClientError
+
+    seen: set[str] = set()
+    for channel in request.get("InputDataConfig") or []:
+        source: dict[str, Any] = dict(channel.get("DataSource") or {})
+        uri = str((source.get("S3DataSource") or {}).get("S3Uri", ""))
+        bucket = split_s3(uri)[0] if uri.startswith("s3://") else ""
+        if not bucket or bucket in seen:
+            continue
+        seen.add(bucket)
+        try:
+            s3.head_bucket(Bucket=bucket)
+        except ClientError as err:
+            if error_code(err) in MISSING_BUCKET:
+                raise BadInput(
+                    f"input {channel.get('ChannelName')}",
+                    uri,
+                    f"an S3 URI in a bucket that exists (no bucket {bucket!r} in {region})",
+                ) from None
+
+
 @dataclass
 class SageMakerRunner:
     """:class:`~smmpi.runners.base.Runner` that creates the training job on SageMaker.
@@ -139,6 +167,7 @@ class SageMakerRunner:
         say = options.progress
         bucket, key = split_s3(str(decode_hyperparameters(request)["sagemaker_submit_directory"]))
         check_name_free(self.sagemaker, request["TrainingJobName"], options.region or "")
+        check_input_buckets(self.s3, request, options.region or "")
         self._upload(bucket, key, source, options.region or "", say)
         sub = self._create(request, bucket, key, options.region or "")
         resources = request["ResourceConfig"]

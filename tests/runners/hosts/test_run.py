@@ -215,7 +215,9 @@ def test_bad_isolation_is_refused(env: dict[str, str], tmp_path: Path) -> None:
     env["SMMPI_ISOLATION"] = "vm"
     r = smmpi(["run", "demo"], env)
     assert r.returncode == 2
-    assert r.stderr.strip() == ("smmpi: invalid isolation: 'vm'; allowed: auto | hosts | processes")
+    assert r.stderr.strip() == (
+        "smmpi: invalid SMMPI_ISOLATION: 'vm'; allowed: auto | hosts | processes"
+    )
     env["SMMPI_ISOLATION"] = "hosts"
     for command in (["run", "demo"], ["submit", "demo", "--local"]):
         r = smmpi([*command, "-N", "65", "-n", "1", "--timeout", "60"], env)
