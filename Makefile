@@ -8,6 +8,8 @@ CHECKOV_VERSION := 3.3.30
 # The real container code (the oracle of tests/oracle), in its own venv: the TensorFlow
 # toolkit pins sagemaker-training<=4.8.3 and numpy<1.24, which conflict with smmpi's.
 TOOLKIT_VENV ?= .venv-toolkit
+# The TensorFlow images' sagemaker-training (4.8.3), beside the venv's 5.1.4: a --target folder.
+TOOLKIT_TF ?= .toolkit-tf
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
@@ -39,6 +41,11 @@ $(TOOLKIT_VENV)/.installed: tests/oracle/requirements.txt tests/oracle/requireme
 	$(TOOLKIT_VENV)/bin/pip install -q --no-deps -r tests/oracle/requirements-nodeps.txt
 	touch $@
 
+$(TOOLKIT_TF)/.installed: $(TOOLKIT_VENV)/.installed tests/oracle/requirements-tf.txt
+	$(TOOLKIT_VENV)/bin/pip install -q --no-deps --upgrade --target $(TOOLKIT_TF) \
+		-r tests/oracle/requirements-tf.txt
+	touch $@
+
 demo: $(VENV)/.installed
 	$(BIN)/smmpi submit demo --instances 3 --ppn 2 --local
 
@@ -61,12 +68,12 @@ FALLBACK_TESTS = tests/runners/local tests/faults/test_runtime_faults.py \
 	tests/oracle/test_local_ranks.py \
 	--deselect tests/faults/test_runtime_faults.py::test_two_hundred_hosts_run
 
-pytest: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed
+pytest: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes \
 		$(BIN)/pytest -q -p no:cacheprovider $(FALLBACK_TESTS)
 
-test-fallback: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed
+test-fallback: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes $(BIN)/pytest -q -p no:cacheprovider
 
 test: lint typecheck pytest
@@ -75,4 +82,4 @@ bench: $(VENV)/.installed-dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) $(TOOLKIT_VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(TOOLKIT_VENV) $(TOOLKIT_TF) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -21,11 +21,7 @@ from typing import Any
 from smmpi.toolkit.environment import NETWORK_INTERFACE, sm_env
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.images import framework_of, image_env, torch_version
-from smmpi.toolkit.mpirun import (
-    EFA_NCCL_INSTANCES,
-    EFA_RDMA_INSTANCES,
-    parse_custom_mpi_options,
-)
+from smmpi.toolkit.mpirun import efa_lists, parse_custom_mpi_options
 from smmpi.toolkit.shape import JobShape
 
 #: sagemaker_pytorch_container.training.MASTER_PORT
@@ -86,9 +82,10 @@ def mpirun_assignments(shape: JobShape) -> list[str]:
         f"NCCL_DEBUG={nccl_debug}",
     ]
     xs += [extra[i + 1] for i, t in enumerate(extra[:-1]) if t == "-x"]
-    if shape.instance_type in EFA_NCCL_INSTANCES:
+    nccl, rdma = efa_lists(shape.image)
+    if shape.instance_type in nccl:
         xs += ["FI_PROVIDER=efa", "NCCL_PROTO=simple"]
-    if shape.instance_type in EFA_RDMA_INSTANCES:
+    if shape.instance_type in rdma:
         xs += ["FI_EFA_USE_DEVICE_RDMA=1"]
     return xs
 
