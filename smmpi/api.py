@@ -26,7 +26,8 @@ from smmpi.runners.plan import Plan
 from smmpi.runners.plan import plan as plan_job
 from smmpi.runners.sagemaker.submit import Submission
 from smmpi.runners.sagemaker.submit import submit as submit_job
-from smmpi.sdk.estimator import build
+from smmpi.sdk.estimator import build, code_key, new_upload_id
+from smmpi.sdk.settings import resolve_settings
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
 from smmpi.spec.limits import check_log_dir
 from smmpi.toolkit.shape import shape_from_program
@@ -104,8 +105,23 @@ def run_entry(
 ) -> RunResult:
     """``smmpi run``: a packaged entry point or a script on N emulated hosts x n processes."""
     program = resolve(entry, source_dir)
-    shape = shape_from_program(
-        program, instances, ppn, args, instance_type or DEFAULT_INSTANCE_TYPE
+    instance_type = instance_type or DEFAULT_INSTANCE_TYPE
+    shape = shape_from_program(program, instances, ppn, args, instance_type)
+    region, submit_directory = request_defaults(
+        MPIJob(entry, shape.instances, shape.ppn, source_dir, instance_type), shape.job_name
     )
+    shape = dataclasses.replace(shape, region=region, module_dir=submit_directory)
     local_options.setdefault("keep", False)
     return run_program(program, shape, options(**local_options))
+
+
+def request_defaults(job: MPIJob, job_name: str) -> tuple[str, str]:
+    """``sagemaker_region`` and ``sagemaker_submit_directory`` as ``submit --local`` sends them.
+
+    The region and bucket come from the same settings (flag, ``SMMPI_*``, the config
+    file, AWS's own; offline, a marked placeholder for a missing bucket), and the
+    code's key has the SDK's layout (``JOB/source/ID/sourcedir.tar.gz``).
+    """
+    settings = resolve_settings(job, offline=True)
+    bucket = settings.placeholders.get(settings.bucket, settings.bucket)
+    return settings.region, f"s3://{bucket}/{code_key(job_name, new_upload_id())}"
