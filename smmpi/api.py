@@ -13,7 +13,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from smmpi import config
+from smmpi.aws.clients import resolve_region
+from smmpi.aws.facts import BUCKET_RE, BUCKET_RULE
 from smmpi.catalog import resolve
+from smmpi.errors import BadInput
 from smmpi.runners.base import Progress, RunOptions, writer
 from smmpi.runners.local.inputs import fetch_source
 from smmpi.runners.local.job import LocalJob, run_request
@@ -27,7 +31,7 @@ from smmpi.runners.plan import plan as plan_job
 from smmpi.runners.sagemaker.submit import Submission
 from smmpi.runners.sagemaker.submit import submit as submit_job
 from smmpi.sdk.estimator import build, code_key, new_upload_id
-from smmpi.sdk.settings import resolve_settings
+from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
 from smmpi.spec.limits import check_log_dir
 from smmpi.toolkit.shape import shape_from_program
@@ -107,21 +111,23 @@ def run_entry(
     program = resolve(entry, source_dir)
     instance_type = instance_type or DEFAULT_INSTANCE_TYPE
     shape = shape_from_program(program, instances, ppn, args, instance_type)
-    region, submit_directory = request_defaults(
-        MPIJob(entry, shape.instances, shape.ppn, source_dir, instance_type), shape.job_name
-    )
+    region, submit_directory = request_defaults(shape.job_name)
     shape = dataclasses.replace(shape, region=region, module_dir=submit_directory)
     local_options.setdefault("keep", False)
     return run_program(program, shape, options(**local_options))
 
 
-def request_defaults(job: MPIJob, job_name: str) -> tuple[str, str]:
+def request_defaults(job_name: str) -> tuple[str, str]:
     """``sagemaker_region`` and ``sagemaker_submit_directory`` as ``submit --local`` sends them.
 
-    The region and bucket come from the same settings (flag, ``SMMPI_*``, the config
-    file, AWS's own; offline, a marked placeholder for a missing bucket), and the
-    code's key has the SDK's layout (``JOB/source/ID/sourcedir.tar.gz``).
+    The same settings in the same order (``SMMPI_REGION``, the config file, then
+    AWS's own; ``us-east-1`` when none is set, as a dry run shows), the bucket or its
+    marked placeholder, and the SDK's layout for the code (``JOB/source/ID/sourcedir.tar.gz``).
     """
-    settings = resolve_settings(job, offline=True)
-    bucket = settings.placeholders.get(settings.bucket, settings.bucket)
-    return settings.region, f"s3://{bucket}/{code_key(job_name, new_upload_id())}"
+    region = resolve_region() or FALLBACK_REGION
+    bucket = config.setting("bucket")
+    if bucket is not None and not BUCKET_RE.match(bucket):
+        raise BadInput(
+            f"bucket (from {config.ENV_OF['bucket']} or {config.path()})", bucket, BUCKET_RULE
+        )
+    return region, f"s3://{bucket or BUCKET_PLACEHOLDER}/{code_key(job_name, new_upload_id())}"
