@@ -16,10 +16,11 @@ machine's own ``PATH``/``LD_LIBRARY_PATH``, which stay this machine's.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from smmpi.toolkit.environment import NETWORK_INTERFACE, sm_env
-from smmpi.toolkit.hosts import HostDirs
+from smmpi.toolkit.hosts import CONTAINER_ROOT, HostDirs
 from smmpi.toolkit.images import framework_of, image_env, torch_version
 from smmpi.toolkit.mpirun import efa_lists, parse_custom_mpi_options
 from smmpi.toolkit.shape import JobShape
@@ -71,6 +72,19 @@ def host_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
     env.update(sm_env(shape, dirs, host))
     env["PYTHONPATH"] = str(dirs.code)  # the toolkit's: the code dir, then its sys.path
     return env
+
+
+def etc_environment(shape: JobShape, host: str, extra: dict[str, str] | None = None) -> str:
+    """What a worker's toolkit appends to its ``/etc/environment``: its whole environment,
+    ``NAME=value`` per line, with the container's paths (T ``mpi._write_env_vars_to_file``).
+    algo-1 writes none.
+
+    The container's own ``PATH``, ``HOME`` and ``HOSTNAME`` are not modelled (see NOT_EMULATED).
+    """
+    if host == shape.hosts[0]:
+        return ""
+    env = {**host_env(shape, HostDirs(Path(CONTAINER_ROOT)), host), **(extra or {})}
+    return "".join(f"{name}={value}\n" for name, value in env.items())
 
 
 def mpirun_assignments(shape: JobShape) -> list[str]:

@@ -56,14 +56,17 @@ def is_tensorflow(case: dict[str, Any]) -> bool:
 
 
 def _drive(
-    cases: list[dict[str, Any]], watch: list[dict[str, Any]], path: Path | None
+    cases: list[dict[str, Any]],
+    watch: list[dict[str, Any]],
+    path: Path | None,
+    failures: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(VENV)}
     if path is not None:
         env["PYTHONPATH"] = str(path)
     done = subprocess.run(
         [str(toolkit_python()), str(DRIVER)],
-        input=json.dumps({"cases": cases, "watch": watch}),
+        input=json.dumps({"cases": cases, "watch": watch, "failures": failures or []}),
         capture_output=True,
         text=True,
         timeout=600,
@@ -75,13 +78,17 @@ def _drive(
     return answer
 
 
-def ask(cases: list[dict[str, Any]], watch: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def ask(
+    cases: list[dict[str, Any]],
+    watch: list[dict[str, Any]] | None = None,
+    failures: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """One driver run per toolkit version (and tag rewriting request); raises on any host's error.
 
     ``versions`` are the 5.1.4 run's; ``tf_versions`` those of the TensorFlow cases' run.
     """
     tf = [c for c in cases if is_tensorflow(c)]
-    answer = _drive([c for c in cases if not is_tensorflow(c)], watch or [], None)
+    answer = _drive([c for c in cases if not is_tensorflow(c)], watch or [], None, failures)
     if tf:
         tf_answer = _drive(tf, [], tf_toolkit())
         answer["cases"].update(tf_answer["cases"])

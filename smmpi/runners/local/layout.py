@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from smmpi.errors import BadInput
-from smmpi.toolkit.container import rank_env
+from smmpi.toolkit.container import etc_environment, rank_env
 from smmpi.toolkit.environment import hyperparameters_json as hyperparameters_json_of
 from smmpi.toolkit.environment import input_data_config, resource_config
 from smmpi.toolkit.hosts import HostDirs
@@ -59,18 +59,31 @@ def write_config(
         (dirs.config / name).write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
 
 
+def etc_dir(run_dir: Path, host: str) -> Path:
+    """The files an instance's own ``/etc`` gets (``environment``, on algo-2..N)."""
+    return run_dir / host / "etc"
+
+
 def prepare_hosts(
     shape: JobShape,
     run_dir: Path,
     lay_code: Callable[[HostDirs], None],
     hyperparameters_json: dict[str, str] | None = None,
 ) -> list[HostDirs]:
-    """Create every emulated instance's /opt/ml tree and lay out its code dir."""
+    """Create every emulated instance's /opt/ml tree and lay out its code dir.
+
+    A worker's ``/etc/environment`` text, as its toolkit writes it, goes to
+    :func:`etc_dir` (isolated hosts give each instance that file in its own /etc).
+    """
     all_dirs = []
     for host in shape.hosts:
         dirs = host_dirs(run_dir, host)
         dirs.create()
         write_config(dirs, shape, host, hyperparameters_json)
+        text = etc_environment(shape, host)
+        if text:
+            etc_dir(run_dir, host).mkdir(parents=True, exist_ok=True)
+            (etc_dir(run_dir, host) / "environment").write_text(text, encoding="utf-8")
         lay_code(dirs)
         all_dirs.append(dirs)
     for d in (stack_dir(run_dir), site_dir(run_dir)):

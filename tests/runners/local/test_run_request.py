@@ -62,10 +62,10 @@ def test_run_without_a_region_shows_the_submit_fallback(
 ) -> None:
     """No region configured: ranks see the region a dry run shows (us-east-1), not an empty one."""
     script = tmp_path / "region.py"
-    script.write_text(
-        "import os\nfrom mpi4py import MPI\nprint('REGION', repr(os.environ['SAGEMAKER_REGION']))\n",
-        encoding="utf-8",
+    code = (
+        "import os\nfrom mpi4py import MPI\nprint('REGION', repr(os.environ['SAGEMAKER_REGION']))\n"
     )
+    script.write_text(code, encoding="utf-8")
     done = smmpi(["run", str(script), "-N", "1", "-n", "1"], env)
     assert done.returncode == 0, done.stderr
     assert "REGION 'us-east-1'" in done.stdout
