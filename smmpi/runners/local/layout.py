@@ -98,12 +98,19 @@ MPI_PREFIXES = ("OMPI_", "OPAL_", "PMIX_", "PRTE_")
 MACHINE = ("PATH", "HOME", "TMPDIR", "USER", "LOGNAME")
 
 
+#: The images' locale (their ENV sets it, and so every rank's host file). Set for mpirun too: a
+#: Python started without a locale (smmpi's watch.py, around mpirun and each rank) would
+#: otherwise coerce it and export ``LC_CTYPE=C.UTF-8``, which no rank has in the container.
+LOCALE = {"LC_ALL": "C.UTF-8"}
+
+
 def launch_env(launcher_env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
     """mpirun's own environment, which ranks inherit: the machine's PATH, HOME and TMPDIR,
-    MPI's own variables, and nothing else of this shell (its AWS credentials least of all).
+    MPI's own variables, the images' locale, and nothing else of this shell (its AWS
+    credentials least of all).
     """
     kept = {k: v for k, v in environ.items() if k in MACHINE or k.startswith(MPI_PREFIXES)}
-    return {**kept, **launcher_env}
+    return {**LOCALE, **kept, **launcher_env}
 
 
 def rank_variables(

@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import smmpi
 
 DUMP = """\
@@ -69,3 +71,24 @@ def test_run_without_a_region_shows_the_submit_fallback(
     done = smmpi(["run", str(script), "-N", "1", "-n", "1"], env)
     assert done.returncode == 0, done.stderr
     assert "REGION 'us-east-1'" in done.stdout
+
+
+@pytest.mark.parametrize("mode", ["processes", "hosts"])
+def test_no_locale_of_smmpis_own_reaches_the_ranks(
+    mode: str, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """In the container ranks have the image's LC_ALL and no LC_CTYPE; here a Python started
+    without a locale (smmpi's own watcher) would coerce one and pass LC_CTYPE=C.UTF-8 on."""
+    script = tmp_path / "dump.py"
+    script.write_text(DUMP, encoding="utf-8")
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    bare = {k: v for k, v in env.items() if k not in ("LANG", "LC_ALL", "LC_CTYPE")}
+    bare["DUMP_DIR"] = str(dumps)
+    args = ["run", str(script), "-N", "2", "-n", "1", "--isolation", mode, "--pass-env", "DUMP_DIR"]
+    done = smmpi(args, bare)
+    assert done.returncode == 0, done.stderr
+    for rank in (0, 1):
+        seen = json.loads((dumps / f"rank-{rank}.json").read_text())
+        assert "LC_CTYPE" not in seen
+        assert seen["LC_ALL"] == seen["LANG"] == "C.UTF-8"
