@@ -92,3 +92,32 @@ def test_no_locale_of_smmpis_own_reaches_the_ranks(
         seen = json.loads((dumps / f"rank-{rank}.json").read_text())
         assert "LC_CTYPE" not in seen
         assert seen["LC_ALL"] == seen["LANG"] == "C.UTF-8"
+
+
+def test_efa_variables_reach_the_ranks_as_the_toolkit_gives_them(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """README: on an EFA instance type the ranks get the toolkit's FI_*/NCCL_PROTO here too."""
+    script = tmp_path / "dump.py"
+    script.write_text(DUMP, encoding="utf-8")
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    env["DUMP_DIR"] = str(dumps)
+    args = ["run", str(script), "-N", "2", "-n", "1", "--instance-type", "ml.p4d.24xlarge"]
+    args += ["--isolation", "processes", "--pass-env", "DUMP_DIR"]
+    done = smmpi(args, env)
+    assert done.returncode == 0, done.stderr
+    for rank in (0, 1):
+        seen = json.loads((dumps / f"rank-{rank}.json").read_text())
+        efa = (seen["FI_PROVIDER"], seen["NCCL_PROTO"], seen["FI_EFA_USE_DEVICE_RDMA"])
+        assert efa == ("efa", "simple", "1")
+
+
+def test_the_dry_run_table_keeps_the_efa_settings() -> None:
+    from smmpi.runners.local.translate import translate
+
+    rows = translate(
+        ["mpirun", "-x", "FI_PROVIDER=efa", "-x", "NCCL_PROTO=simple", "python", "x.py"]
+    )
+    efa = [r for r in rows if r.container[:1] == ("-x",)]
+    assert [r.local for r in efa] == [("-x", "FI_PROVIDER=efa"), ("-x", "NCCL_PROTO=simple")]
