@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tarfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,16 @@ def _write(path: Path, text: str) -> None:
         path.unlink()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+def tar_output_data(hosts: Sequence[HostDirs], archive: Path) -> None:
+    """``output.tar.gz``: every instance's ``output/data``, merged (``data/...``), and nothing
+    else of ``output`` (not ``failure``, ``success`` or ``intermediate``)."""
+    with tarfile.open(archive, "w:gz") as tar:
+        for dirs in hosts:
+            for path in sorted(dirs.output_data.rglob("*")):
+                if path.is_file() and not path.is_symlink():
+                    tar.add(path, arcname=path.relative_to(dirs.output).as_posix())
 
 
 def checkpoint_uri(request: Mapping[str, Any]) -> str | None:

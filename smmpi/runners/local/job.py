@@ -40,6 +40,7 @@ from smmpi.runners.local.container_files import (
     restore_checkpoints,
     seed_checkpoints,
     sync_checkpoints,
+    tar_output_data,
     write_status_files,
 )
 from smmpi.runners.local.inputs import copy_channel
@@ -152,7 +153,7 @@ def _conclude(
 
     The instances' status files are the container's (:mod:`.container_files`); the
     record's FailureReason is smmpi's line naming the rank. ``output.tar.gz`` holds
-    ``output/data``, as SageMaker's does.
+    ``output/data`` (as ``data/...``), as SageMaker's does.
     """
     run_dir = folder / "hosts"
     hosts = [HostDirs(run_dir / h / "opt" / "ml") for h in shape.hosts]
@@ -174,7 +175,7 @@ def _conclude(
     else:
         tar_dirs([d.model for d in hosts], folder / "model.tar.gz")
         record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
-    tar_dirs([d.output_data for d in hosts], folder / "output.tar.gz")
+    tar_output_data(hosts, folder / "output.tar.gz")
     record["OutputArtifacts"] = (folder / "output.tar.gz").as_uri()
     _write_record(folder, record)
     return status

@@ -76,7 +76,12 @@ def test_a_failed_job_leaves_the_toolkits_files(jobs_env: dict[str, str], tmp_pa
     assert (algo2 / "success").read_text() == ""
     assert not (algo2 / "failure").exists()
     with tarfile.open(job / "output.tar.gz") as tar:
-        assert sorted(tar.getnames()) == ["r0.txt", "r1.txt", "r2.txt", "r3.txt"]
+        assert sorted(tar.getnames()) == [
+            "data/r0.txt",
+            "data/r1.txt",
+            "data/r2.txt",
+            "data/r3.txt",
+        ]
 
 
 def test_a_completed_job_writes_success_on_every_instance(
@@ -88,7 +93,12 @@ def test_a_completed_job_writes_success_on_every_instance(
         output = job / "hosts" / host / "opt" / "ml" / "output"
         assert (output / "success").is_file() and not (output / "failure").exists()
     with tarfile.open(job / "output.tar.gz") as tar:
-        assert sorted(tar.getnames()) == ["r0.txt", "r1.txt", "r2.txt", "r3.txt"]
+        assert sorted(tar.getnames()) == [
+            "data/r0.txt",
+            "data/r1.txt",
+            "data/r2.txt",
+            "data/r3.txt",
+        ]
 
 
 def test_checkpoints_are_restored_for_the_next_run(
