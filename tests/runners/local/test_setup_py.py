@@ -11,7 +11,7 @@ import pytest
 
 from smmpi.errors import SmmpiError
 from smmpi.runners.local.requirements import install_package
-from tests.helpers import ROOT
+from tests.helpers import ROOT, smmpi
 from tests.oracle import matrix
 
 TRAIN = """\
@@ -79,3 +79,19 @@ def test_setup_py_installs_in_the_venv_make_demo_builds(
         "MOD train 1",
     ]
     assert (jobs / "pkg" / "site-packages" / "trainpkg-1.0.dist-info").is_dir()
+
+
+def test_a_local_runs_error_is_one_line_without_the_sdks_link(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """An error of the local run inside the SDK's fit (here: a job name in use) is smmpi's one
+    line, without the link to the SDK's troubleshooting guide the SDK logs for any error."""
+    jobs = tmp_path / "jobs"
+    (jobs / "taken").mkdir(parents=True)
+    args = ["submit", "demo", "-N", "1", "-n", "1", "--local", "--job-name", "taken"]
+    done = smmpi(args, {**env, "SMMPI_LOCAL_JOBS": str(jobs)})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"smmpi: invalid job_name: 'taken'; allowed: a name no local job has yet ({jobs / 'taken'} "
+        "exists: pick another --job-name, or remove it with `smmpi local-jobs prune`)"
+    ]
