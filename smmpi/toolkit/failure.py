@@ -57,7 +57,8 @@ OUT_OF_MEMORY = "OutOfMemory: Process killed by SIGKILL (signal 9)"
 #: At most this many kept lines per pipe (the toolkit keeps them all).
 MAX_LINES = 10_000
 
-_ONE_DIGIT_TAG = re.compile(r"\[(\d),(\d)\]<(stderr|stdout)>")
+# process.watch removes one-digit ranks' stderr tags, then stdout tags (in that order)
+_TAGS = (re.compile(r"\[(\d),(\d)\]<stderr>"), re.compile(r"\[(\d),(\d)\]<stdout>"))
 
 
 def error_classes(image: str) -> list[str]:
@@ -76,18 +77,22 @@ class Capture:
     def __init__(self, classes: Sequence[str]) -> None:
         self.markers = [*PYTHON_ERRORS, *MPI_ERRORS, *classes]
         self.kept: list[str] = []
+        self._seen: set[str] = set()  # the kept lines, for the toolkit's "not in output"
         self.started = False
 
     def feed(self, line: str) -> None:
-        err_line = re.sub(r"\[(\d),(\d)\]<stderr>", "", line)
-        err_line = re.sub(r"\[(\d),(\d)\]<stdout>", "", err_line)
+        if len(self.kept) >= MAX_LINES:
+            return
+        err_line = _TAGS[1].sub("", _TAGS[0].sub("", line))
         if not self.started:
             if not any(marker in err_line for marker in self.markers):
                 return
             self.started = True
-        elif err_line in self.kept or len(self.kept) >= MAX_LINES:
+        elif err_line in self._seen:
             return
-        self.kept.append(err_line.strip(" :\n") + "\n")
+        kept = err_line.strip(" :\n") + "\n"
+        self.kept.append(kept)
+        self._seen.add(kept)
 
     def text(self) -> str:
         return " ".join(self.kept)
