@@ -12,6 +12,8 @@ TOOLKIT_VENV ?= .venv-toolkit
 # a venv of its own; smmpi reaches it with SMMPI_SDK3_PYTHON (tests/sdk/test_model_trainer_v3.py).
 SDK3_VENV ?= .venv-sdk3
 SDK3_VERSION := 3.27.0
+# The TensorFlow images' sagemaker-training (4.8.3), beside the venv's 5.1.4: a --target folder.
+TOOLKIT_TF ?= .toolkit-tf
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
@@ -49,6 +51,11 @@ $(SDK3_VENV)/.installed-$(SDK3_VERSION):
 	$(SDK3_VENV)/bin/pip install -q 'sagemaker==$(SDK3_VERSION)'
 	touch $@
 
+$(TOOLKIT_TF)/.installed: $(TOOLKIT_VENV)/.installed tests/oracle/requirements-tf.txt
+	$(TOOLKIT_VENV)/bin/pip install -q --no-deps --upgrade --target $(TOOLKIT_TF) \
+		-r tests/oracle/requirements-tf.txt
+	touch $@
+
 demo: $(VENV)/.installed
 	$(BIN)/smmpi submit demo --instances 3 --ppn 2 --local
 
@@ -71,13 +78,15 @@ FALLBACK_TESTS = tests/runners/local tests/faults/test_runtime_faults.py \
 	tests/oracle/test_local_ranks.py \
 	--deselect tests/faults/test_runtime_faults.py::test_two_hundred_hosts_run
 
-pytest: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(SDK3_VENV)/.installed-$(SDK3_VERSION)
+pytest: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.installed \
+		$(SDK3_VENV)/.installed-$(SDK3_VERSION)
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" \
 		$(BIN)/pytest -q
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes \
 		$(BIN)/pytest -q -p no:cacheprovider $(FALLBACK_TESTS)
 
-test-fallback: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(SDK3_VENV)/.installed-$(SDK3_VERSION)
+test-fallback: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.installed \
+		$(SDK3_VENV)/.installed-$(SDK3_VERSION)
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes \
 		SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" $(BIN)/pytest -q -p no:cacheprovider
 
@@ -87,4 +96,4 @@ bench: $(VENV)/.installed-dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) $(TOOLKIT_VENV) $(SDK3_VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(TOOLKIT_VENV) $(TOOLKIT_TF) $(SDK3_VENV) build dist .pytest_cache .mypy_cache .ruff_cache

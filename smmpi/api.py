@@ -13,7 +13,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from smmpi import config
+from smmpi.aws.clients import resolve_region
+from smmpi.aws.facts import BUCKET_RE, BUCKET_RULE
 from smmpi.catalog import resolve
+from smmpi.errors import BadInput
 from smmpi.ops.settings import check_settings
 from smmpi.runners.base import Progress, RunOptions, writer
 from smmpi.runners.local.inputs import fetch_source
@@ -27,7 +31,8 @@ from smmpi.runners.plan import Plan
 from smmpi.runners.plan import plan as plan_job
 from smmpi.runners.sagemaker.submit import Submission
 from smmpi.runners.sagemaker.submit import submit as submit_job
-from smmpi.sdk.estimator import build
+from smmpi.sdk.estimator import build, code_key, new_upload_id
+from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
 from smmpi.spec.limits import check_log_dir
 from smmpi.toolkit.shape import shape_from_program
@@ -108,8 +113,25 @@ def run_entry(
 ) -> RunResult:
     """``smmpi run``: a packaged entry point or a script on N emulated hosts x n processes."""
     program = resolve(entry, source_dir)
-    shape = shape_from_program(
-        program, instances, ppn, args, instance_type or DEFAULT_INSTANCE_TYPE
-    )
+    instance_type = instance_type or DEFAULT_INSTANCE_TYPE
+    shape = shape_from_program(program, instances, ppn, args, instance_type)
+    region, submit_directory = request_defaults(shape.job_name)
+    shape = dataclasses.replace(shape, region=region, module_dir=submit_directory)
     local_options.setdefault("keep", False)
     return run_program(program, shape, options(**local_options))
+
+
+def request_defaults(job_name: str) -> tuple[str, str]:
+    """``sagemaker_region`` and ``sagemaker_submit_directory`` as ``submit --local`` sends them.
+
+    The same settings in the same order (``SMMPI_REGION``, the config file, then
+    AWS's own; ``us-east-1`` when none is set, as a dry run shows), the bucket or its
+    marked placeholder, and the SDK's layout for the code (``JOB/source/ID/sourcedir.tar.gz``).
+    """
+    region = resolve_region() or FALLBACK_REGION
+    bucket = config.setting("bucket")
+    if bucket is not None and not BUCKET_RE.match(bucket):
+        raise BadInput(
+            f"bucket (from {config.ENV_OF['bucket']} or {config.path()})", bucket, BUCKET_RULE
+        )
+    return region, f"s3://{bucket or BUCKET_PLACEHOLDER}/{code_key(job_name, new_upload_id())}"

@@ -16,16 +16,13 @@ machine's own ``PATH``/``LD_LIBRARY_PATH``, which stay this machine's.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from smmpi.toolkit.environment import NETWORK_INTERFACE, sm_env
-from smmpi.toolkit.hosts import HostDirs
+from smmpi.toolkit.hosts import CONTAINER_ROOT, HostDirs
 from smmpi.toolkit.images import framework_of, image_env, torch_version
-from smmpi.toolkit.mpirun import (
-    EFA_NCCL_INSTANCES,
-    EFA_RDMA_INSTANCES,
-    parse_custom_mpi_options,
-)
+from smmpi.toolkit.mpirun import efa_lists, parse_custom_mpi_options
 from smmpi.toolkit.shape import JobShape
 
 #: sagemaker_pytorch_container.training.MASTER_PORT
@@ -77,6 +74,19 @@ def host_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
     return env
 
 
+def etc_environment(shape: JobShape, host: str, extra: dict[str, str] | None = None) -> str:
+    """What a worker's toolkit appends to its ``/etc/environment``: its whole environment,
+    ``NAME=value`` per line, with the container's paths (T ``mpi._write_env_vars_to_file``).
+    algo-1 writes none.
+
+    The container's own ``PATH``, ``HOME`` and ``HOSTNAME`` are not modelled (see NOT_EMULATED).
+    """
+    if host == shape.hosts[0]:
+        return ""
+    env = {**host_env(shape, HostDirs(Path(CONTAINER_ROOT)), host), **(extra or {})}
+    return "".join(f"{name}={value}\n" for name, value in env.items())
+
+
 def mpirun_assignments(shape: JobShape) -> list[str]:
     """The ``-x`` operands of the container's mpirun line, SM_* names aside (``mpirun.py``)."""
     nccl_debug, extra = parse_custom_mpi_options(shape.custom_mpi_options)
@@ -86,9 +96,10 @@ def mpirun_assignments(shape: JobShape) -> list[str]:
         f"NCCL_DEBUG={nccl_debug}",
     ]
     xs += [extra[i + 1] for i, t in enumerate(extra[:-1]) if t == "-x"]
-    if shape.instance_type in EFA_NCCL_INSTANCES:
+    nccl, rdma = efa_lists(shape.image)
+    if shape.instance_type in nccl:
         xs += ["FI_PROVIDER=efa", "NCCL_PROTO=simple"]
-    if shape.instance_type in EFA_RDMA_INSTANCES:
+    if shape.instance_type in rdma:
         xs += ["FI_EFA_USE_DEVICE_RDMA=1"]
     return xs
 

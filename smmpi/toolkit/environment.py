@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from smmpi.toolkit.hosts import HostDirs
-from smmpi.toolkit.images import num_gpus
+from smmpi.toolkit.images import num_gpus, toolkit_version
 from smmpi.toolkit.shape import JobShape
 
 GROUP = "homogeneousCluster"
@@ -122,11 +122,19 @@ def training_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, Any]:
         "num_gpus": num_gpus(shape.instance_type),
         "num_neurons": 0,
         "resource_config": resource_config(shape, host),
-        "topology": [],
         "user_entry_point": shape.script,
         **_groups(shape),
         **_paths(dirs),
+        **_since_5(shape),
     }
+
+
+def _since_5(shape: JobShape) -> dict[str, Any]:
+    """Keys toolkit 5 added: ``topology`` (GB200 UltraServers; ``[]`` elsewhere).
+
+    The TensorFlow images run toolkit 4.8.3, which has no such property.
+    """
+    return {} if toolkit_version(shape.image).startswith("4.") else {"topology": []}
 
 
 def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:

@@ -86,6 +86,16 @@ def framework_of(image: str) -> str:
     return "pytorch" if "/pytorch-training:" in image else "tensorflow"
 
 
+#: sagemaker-training in each framework's images: the TensorFlow toolkit (20.5.0) pins
+#: ``sagemaker-training<=4.8.3``, the PyTorch one (3.0.0) needs ``>=5`` (docs/TOOLKIT.md).
+TOOLKIT_VERSIONS = {"tensorflow": "4.8.3", "pytorch": "5.1.4"}
+
+
+def toolkit_version(image: str) -> str:
+    """The sagemaker-training version that runs in ``image`` (5.1.4 without an image)."""
+    return TOOLKIT_VERSIONS[framework_of(image)] if image else TOOLKIT_VERSIONS["pytorch"]
+
+
 def image_env(image: str) -> dict[str, str]:
     """The image's own ENV, as a rank in the container inherits it."""
     tag = image.rsplit("/", 1)[-1]
@@ -93,10 +103,9 @@ def image_env(image: str) -> dict[str, str]:
     framework = framework_of(image)
     device = m["device"] if m else "cpu"
     env = dict(IMAGE_ENV[(framework, device)])
-    if framework == "tensorflow" and m:
+    if framework == "tensorflow" and m:  # both Dockerfiles set TF_VERSION and PYTHON
         env["PYTHON"] = f"python{m['py']}.{m['minor']}"
-        if device == "cpu":
-            env["TF_VERSION"] = ".".join(m["version"].split(".")[:2])
+        env["TF_VERSION"] = ".".join(m["version"].split(".")[:2])
     build = _PYTHON_BUILDS.get(tag)
     if build:
         env["PYTHON_VERSION"] = build

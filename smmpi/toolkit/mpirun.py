@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from smmpi.toolkit.images import toolkit_version
 from smmpi.toolkit.request import (
     MPI_CUSTOM_OPTIONS,
     channels,
@@ -42,6 +43,25 @@ EFA_NCCL_INSTANCES = EFA_RDMA_INSTANCES | {
     "ml.g5.48xlarge",
     "ml.p3dn.24xlarge",
 }
+# The same lists in toolkit 4.8.3, which the TensorFlow images run.
+EFA_RDMA_INSTANCES_4 = frozenset({"ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.trn1.32xlarge"})
+EFA_NCCL_INSTANCES_4 = EFA_RDMA_INSTANCES_4 | {
+    "ml.g4dn.8xlarge",
+    "ml.g4dn.12xlarge",
+    "ml.g5.48xlarge",
+    "ml.p3dn.24xlarge",
+    "ml.p5.48xlarge",
+}
+
+
+def efa_lists(image: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The instance types whose ranks get ``FI_PROVIDER``/``NCCL_PROTO``, and
+    ``FI_EFA_USE_DEVICE_RDMA``, by the toolkit version ``image`` runs."""
+    if toolkit_version(image).startswith("4."):
+        return EFA_NCCL_INSTANCES_4, EFA_RDMA_INSTANCES_4
+    return EFA_NCCL_INSTANCES, EFA_RDMA_INSTANCES
+
+
 # MasterRunner's fixed process placement and transports (Open MPI 4 spelling).
 PLACEMENT_AND_TRANSPORT = (
     "-bind-to",
@@ -165,7 +185,8 @@ def container_mpirun(request: Mapping[str, Any], package: bool = False) -> list[
     cmd = ["mpirun", "--host", ",".join(hosts_arg), "-np", str(world_size(request))]
     cmd += ["--allow-run-as-root", "--display-map", "--tag-output", *_interfaces()]
     cmd += [*PLACEMENT_AND_TRANSPORT, *_exports(request, nccl_debug), *extra]
-    cmd += _efa(request["ResourceConfig"]["InstanceType"])
+    image = str((request.get("AlgorithmSpecification") or {}).get("TrainingImage", ""))
+    cmd += _efa(request["ResourceConfig"]["InstanceType"], image)
     for name in container_env_names(request, channels(request)):
         cmd += ["-x", name]
     cmd += [container_python(request), "-m", "mpi4py", *program_command(program(request), package)]
@@ -194,11 +215,12 @@ def _exports(request: Mapping[str, Any], nccl_debug: str) -> list[str]:
     ]
 
 
-def _efa(instance_type: str) -> list[str]:
-    """EFA's variables on the instance types the toolkit lists."""
+def _efa(instance_type: str, image: str) -> list[str]:
+    """EFA's variables on the instance types the image's toolkit lists."""
+    nccl, rdma = efa_lists(image)
     flags: list[str] = []
-    if instance_type in EFA_NCCL_INSTANCES:
+    if instance_type in nccl:
         flags += ["-x", "FI_PROVIDER=efa", "-x", "NCCL_PROTO=simple"]
-    if instance_type in EFA_RDMA_INSTANCES:
+    if instance_type in rdma:
         flags += ["-x", "FI_EFA_USE_DEVICE_RDMA=1"]
     return flags

@@ -133,13 +133,17 @@ def shape_from_program(
     ppn: object,
     args: Sequence[str] = (),
     instance_type: str = DEFAULT_INSTANCE_TYPE,
+    region: str = "",
+    submit_directory: str = "",
 ) -> JobShape:
     """``smmpi run``'s job: what the default estimator would ask for, without a request.
 
     The program's framework (TensorFlow unless it is a PyTorch entry point) gives
     the image, and with it the image's variables; TensorFlow's estimator adds the
     ``model_dir`` hyperparameter (``--model_dir /opt/ml/model``), as on SageMaker.
-    ``args`` follow the hyperparameters' arguments.
+    ``args`` follow the hyperparameters' arguments. ``region`` and
+    ``submit_directory`` are the request's ``sagemaker_region`` and
+    ``sagemaker_submit_directory`` (the caller resolves them as a submit would).
     """
     instance_type = check_instance_type(instance_type)
     framework = program.framework_hint or DEFAULT_FRAMEWORK
@@ -158,4 +162,6 @@ def shape_from_program(
         num_cpus=vcpus(instance_type) or 0,
         framework_module=image_env(image).get("SAGEMAKER_TRAINING_MODULE"),
         image=image,
+        region=region,
+        module_dir=submit_directory,
     )

@@ -13,7 +13,7 @@ and a run here (README, "Differential tests against the real toolkit"):
 4. the machine's ``PATH`` and ``LD_LIBRARY_PATH`` (``<PATH>``, ``<LD_LIBRARY_PATH>``);
 5. ``SAGEMAKER_BASE_DIR``, the toolkit's switch to a host tree, exists only in the oracle;
 6. in a local run, what smmpi leaves to this machine or adds for its own supervision
-   (:data:`LOCAL_ONLY`): HOME, the machine's PATH and LD_LIBRARY_PATH, the toolkit's
+   (:data:`LOCAL_ONLY`): HOME and TMPDIR, the machine's PATH and LD_LIBRARY_PATH, the toolkit's
    LD_PRELOAD (its gethostname shim is not installed here), and ``SMMPI_*``.
 """
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 ORACLE_ONLY = frozenset({"SAGEMAKER_BASE_DIR"})
-LOCAL_ONLY = frozenset({"HOME", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD"})
+LOCAL_ONLY = frozenset({"HOME", "TMPDIR", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD"})
 LOCAL_PREFIX = "SMMPI_"
 MACHINE = ("PATH", "LD_LIBRARY_PATH")
 

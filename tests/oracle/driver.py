@@ -35,6 +35,11 @@ Only what cannot run here is replaced, and nothing it computes:
   for algo-k, ``pip install`` and process launches are recorded, not performed;
   ``/etc/environment`` is written to a buffer.
 
+``failures`` entries (``stdout``, ``stderr``, ``code``, ``classes``) are a command's
+output and exit code, run through ``process.check_error`` as MasterRunner runs
+mpirun; the answer is the text of the error it raises, which ``trainer.train``
+writes to ``/opt/ml/output/failure``.
+
 ``watch`` entries go through ``process.watch`` (the toolkit's output tagger)
 as one stream, and come back as the lines it prints. ``sleeps`` lists the
 constant ``time.sleep`` calls of the MPI runners' teardown.
@@ -230,11 +235,30 @@ def _sleeps() -> dict[str, list[Any]]:
     return out
 
 
-def _toolkit_facts(items: list[dict[str, Any]]) -> dict[str, Any]:
+def _failure(item: dict[str, Any], cwd: str) -> dict[str, Any]:
+    """The failure text for a command that prints ``stdout``/``stderr`` and exits ``code``:
+    ``process.check_error`` as MasterRunner calls it, and ``str()`` of what it raises."""
+    from sagemaker_training import process
+
+    script = (
+        "import sys; sys.stdout.write(sys.argv[1]); sys.stdout.flush(); "
+        "sys.stderr.write(sys.argv[2]); sys.exit(int(sys.argv[3]))"
+    )
+    cmd = [sys.executable, "-c", script, item["stdout"], item["stderr"], str(item["code"])]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            process.check_error(cmd, list(item["classes"]), 2, cwd=cwd, capture_error=True)
+    except Exception as exc:  # the toolkit's error, whatever its class
+        return {"cmd": cmd, "text": str(exc), "class": type(exc).__name__}
+    return {"cmd": cmd, "text": None, "class": None}
+
+
+def _toolkit_facts(items: list[dict[str, Any]], failures: list[dict[str, Any]]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as base:
         os.environ["SAGEMAKER_BASE_DIR"] = base
         watch = [_watch(int(item["ppn"]), str(item["text"])) for item in items]
-        return {"watch": watch, "sleeps": _sleeps()}
+        failed = [_failure(item, base) for item in failures]
+        return {"watch": watch, "sleeps": _sleeps(), "failures": failed}
 
 
 def main() -> None:
@@ -256,7 +280,7 @@ def main() -> None:
         answer["cases"][case["id"]] = {
             host: _in_child(_run_host, case, host, root) for host, root in case["hosts"].items()
         }
-    answer.update(_in_child(_toolkit_facts, job.get("watch", [])))
+    answer.update(_in_child(_toolkit_facts, job.get("watch", []), job.get("failures", [])))
     json.dump(answer, sys.stdout)
 
 

@@ -91,6 +91,10 @@ CASES: tuple[Case, ...] = (
         "tf-3x1-p4d-efa",
         {"entry": "demo", "instances": 3, "ppn": 1, "instance_type": "ml.p4d.24xlarge"},
     ),
+    Case(  # toolkit 4.8.3 (the TensorFlow images') lists p5 for EFA but not for RDMA
+        "tf-2x1-p5-efa",
+        {"entry": "demo", "instances": 2, "ppn": 1, "instance_type": "ml.p5.48xlarge"},
+    ),
     Case(
         "pt-3x2-setup-py",
         {"entry": "train.py", "instances": 3, "ppn": 2, "framework": "pytorch"},

@@ -32,7 +32,7 @@ with open(os.path.join(os.environ["DUMP_DIR"], f"rank-{rank}.json"), "w") as f:
 """
 # Open MPI's own variables: set by mpirun/orted for every rank, in the container too.
 MPI_OWN = ("OMPI_", "OPAL_", "PMIX_", "PRTE_", "ORTE_", "HWLOC_")
-MPI_OWN_NAMES = frozenset({"PWD", "LC_CTYPE", "IPATH_NO_BACKTRACE", "HFI_NO_BACKTRACE"})
+MPI_OWN_NAMES = frozenset({"PWD", "IPATH_NO_BACKTRACE", "HFI_NO_BACKTRACE"})
 SHELL_SECRETS = {
     "AWS_ACCESS_KEY_ID": "AKIDLEAKEDFROMSHELL",
     "AWS_SECRET_ACCESS_KEY": "secret-leaked-from-shell",

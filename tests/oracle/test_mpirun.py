@@ -40,6 +40,8 @@ def test_the_oracle_is_the_pinned_toolkit(differential: dict[str, Any]) -> None:
         "sagemaker-tensorflow-training": "20.5.0",
         "sagemaker-pytorch-training": "3.0.0",
     }
+    # the TensorFlow images run the toolkit their framework toolkit pins (<=4.8.3)
+    assert differential["answer"]["tf_versions"]["sagemaker-training"] == "4.8.3"
 
 
 def test_a_changed_token_is_named(differential: dict[str, Any]) -> None:

@@ -49,6 +49,12 @@ def test_gpu_count_and_efa_flags(differential: dict[str, Any]) -> None:
     )
 
 
+def test_the_tensorflow_images_toolkit_has_its_own_efa_lists(differential: dict[str, Any]) -> None:
+    env = rank_envs(_hosts(differential, "tf-2x1-p5-efa"))["algo-2"]
+    assert (env["FI_PROVIDER"], env["NCCL_PROTO"]) == ("efa", "simple")
+    assert "FI_EFA_USE_DEVICE_RDMA" not in env  # toolkit 5.1.4 adds it on p5
+
+
 def test_tags_are_rewritten_with_rank_and_host(differential: dict[str, Any]) -> None:
     assert differential["answer"]["watch"][0] == [
         "[1,mpirank:0,algo-1]<stdout>:hello",
@@ -66,3 +72,13 @@ def test_teardown_sleeps_are_what_the_cost_estimate_counts(differential: dict[st
     assert sorted(sleeps["master_run"]) == [1, TEARDOWN_S]  # 1: between status-file retries
     assert sleeps["worker_run"] == [TEARDOWN_S]
     assert sleeps["worker_poll"] == [TEARDOWN_S]
+
+
+def test_only_toolkit_5_has_a_topology_key(differential: dict[str, Any]) -> None:
+    """The TensorFlow images run toolkit 4.8.3, whose Environment has no ``topology``."""
+    tf = json.loads(
+        rank_envs(_hosts(differential, "tf-3x2-cpu-seed004"))["algo-2"]["SM_TRAINING_ENV"]
+    )
+    pt = json.loads(rank_envs(_hosts(differential, "pt-3x1-cpu"))["algo-2"]["SM_TRAINING_ENV"])
+    assert "topology" not in tf
+    assert pt["topology"] == []

@@ -10,10 +10,11 @@ nothing from the spec:
   host's ``input/data/<channel>``;
 - ``Environment``.
 
-It then runs the job as N emulated hosts (:mod:`.supervise`). On completion
-it writes ``model.tar.gz`` and ``output.tar.gz`` as SageMaker does; on failure
-it writes ``output/failure``. Either way it leaves a describe-like record
-(``describe.json``) in the job's folder.
+It then runs the job as N emulated hosts (:mod:`.supervise`). Each instance
+is left with the container's ``output/success`` or ``output/failure``
+(:mod:`.container_files`); on completion it writes ``model.tar.gz``, and
+always ``output.tar.gz``, as SageMaker does. Either way it leaves a
+describe-like record (``describe.json``) in the job's folder.
 """
 
 from __future__ import annotations
@@ -42,12 +43,21 @@ from smmpi.ops.local_jobs import (
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import isolation
 from smmpi.runners.local.bounds import check_bounds
+from smmpi.runners.local.container_files import (
+    checkpoint_uri,
+    restore_checkpoints,
+    seed_checkpoints,
+    sync_checkpoints,
+    tar_output_data,
+    write_status_files,
+)
 from smmpi.runners.local.inputs import copy_channel
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.requirements import install_package, requirements
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
 from smmpi.toolkit.hosts import HostDirs
+from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.shape import JobShape, shape_from_request
 
 if TYPE_CHECKING:
@@ -115,18 +125,20 @@ def _new_record(request: Mapping[str, Any], name: str, run_dir: Path) -> dict[st
         "ResourceConfig": request.get("ResourceConfig", {}),
         "InputDataConfig": request.get("InputDataConfig", []),
         "Environment": request.get("Environment", {}),
+        **({"CheckpointConfig": request["CheckpointConfig"]} if checkpoint_uri(request) else {}),
         "LocalHostsDir": str(run_dir),
     }
 
 
 def _lay_out(
-    request: Mapping[str, Any], source: bytes, region: str | None
+    request: Mapping[str, Any], source: bytes, region: str | None, checkpoints: Path | None
 ) -> Callable[[HostDirs], None]:
-    """What goes into each host's tree: the unpacked source, then every channel."""
+    """What goes into each host's tree: the unpacked source, the checkpoints, every channel."""
     channel_specs = {str(c["ChannelName"]): c for c in request.get("InputDataConfig") or []}
 
     def lay_out(dirs: HostDirs) -> None:
         extract(source, dirs.code, links=True)
+        restore_checkpoints(request, dirs, checkpoints)
         for channel_name, spec in channel_specs.items():
             target = dirs.channel(channel_name)
             target.mkdir(parents=True, exist_ok=True)
@@ -136,9 +148,19 @@ def _lay_out(
 
 
 def _conclude(
-    record: dict[str, Any], folder: Path, shape: JobShape, result: RunResult, start: float
+    record: dict[str, Any],
+    folder: Path,
+    shape: JobShape,
+    result: RunResult,
+    start: float,
+    request: Request,
 ) -> str:
-    """Record how the job ended and pack its artifacts as SageMaker does; returns the status."""
+    """Record how the job ended and pack its artifacts as SageMaker does; returns the status.
+
+    The instances' status files are the container's (:mod:`.container_files`); the
+    record's FailureReason is smmpi's line naming the rank. ``output.tar.gz`` holds
+    ``output/data`` (as ``data/...``), as SageMaker's does.
+    """
     run_dir = folder / "hosts"
     hosts = [HostDirs(run_dir / h / "opt" / "ml") for h in shape.hosts]
     status = STATUS_OF[result.status]
@@ -149,16 +171,17 @@ def _conclude(
         TrainingTimeInSeconds=round(time.monotonic() - start, 3),
         BillableTimeInSeconds=0,
     )
+    command = container_mpirun(request, shape.package)
+    write_status_files(
+        hosts, result.status, command, result.returncode, result.error_message, shape.image
+    )
+    sync_checkpoints(request, hosts, folder)
     if result.exit_code != EXIT_OK:
-        reason = result.failure_line or result.status
-        record["FailureReason"] = reason
-        for dirs in hosts:
-            if not dirs.failure.exists():  # the toolkit never overwrites a program's own
-                dirs.failure.write_text(reason + "\n", encoding="utf-8")
+        record["FailureReason"] = result.failure_line or result.status
     else:
         tar_dirs([d.model for d in hosts], folder / "model.tar.gz")
         record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
-    tar_dirs([d.output for d in hosts], folder / "output.tar.gz")
+    tar_output_data(hosts, folder / "output.tar.gz")
     record["OutputArtifacts"] = (folder / "output.tar.gz").as_uri()
     _write_record(folder, record)
     return status
@@ -173,7 +196,7 @@ def _ending_lines(job: LocalJob, seconds: float) -> list[str]:
             f"smmpi: output {folder / 'output.tar.gz'}",
         ]
     return [
-        f"smmpi: local job {name} {job.status}: output/failure written under {folder / 'hosts'}",
+        f"smmpi: local job {name} {job.status} (the instances' files: {folder / 'hosts'})",
         f"smmpi: {job.record['FailureReason']}",
     ]
 
@@ -226,7 +249,7 @@ def run_request(
             progress=say,
             mode=mode,
         )
-    _conclude(record, folder, shape, result, start)
+    _conclude(record, folder, shape, result, start, request)
     tighten(folder)  # its archives and logs: 0600, as every file smmpi keeps
     if not options.keep:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -254,7 +277,8 @@ def _prepare(
     if on_start:
         on_start(record)
     hps_json = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
-    prepare_hosts(shape, run_dir, _lay_out(request, source, options.region), hps_json)
+    checkpoints = seed_checkpoints(request, folder)
+    prepare_hosts(shape, run_dir, _lay_out(request, source, options.region, checkpoints), hps_json)
     code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
     extra_paths = requirements(code, folder, options.install_requirements, options.progress)
     record.update(SecondaryStatus="Training", TrainingStartTime=_now())

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from smmpi.errors import BadInput
 from smmpi.spec.secrets import check_pass_env
-from smmpi.toolkit.container import rank_env
+from smmpi.toolkit.container import etc_environment, rank_env
 from smmpi.toolkit.environment import hyperparameters_json as hyperparameters_json_of
 from smmpi.toolkit.environment import input_data_config, resource_config
 from smmpi.toolkit.hosts import HostDirs
@@ -60,18 +60,31 @@ def write_config(
         (dirs.config / name).write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
 
 
+def etc_dir(run_dir: Path, host: str) -> Path:
+    """The files an instance's own ``/etc`` gets (``environment``, on algo-2..N)."""
+    return run_dir / host / "etc"
+
+
 def prepare_hosts(
     shape: JobShape,
     run_dir: Path,
     lay_code: Callable[[HostDirs], None],
     hyperparameters_json: dict[str, str] | None = None,
 ) -> list[HostDirs]:
-    """Create every emulated instance's /opt/ml tree and lay out its code dir."""
+    """Create every emulated instance's /opt/ml tree and lay out its code dir.
+
+    A worker's ``/etc/environment`` text, as its toolkit writes it, goes to
+    :func:`etc_dir` (isolated hosts give each instance that file in its own /etc).
+    """
     all_dirs = []
     for host in shape.hosts:
         dirs = host_dirs(run_dir, host)
         dirs.create()
         write_config(dirs, shape, host, hyperparameters_json)
+        text = etc_environment(shape, host)
+        if text:
+            etc_dir(run_dir, host).mkdir(parents=True, exist_ok=True)
+            (etc_dir(run_dir, host) / "environment").write_text(text, encoding="utf-8")
         lay_code(dirs)
         all_dirs.append(dirs)
     for d in (stack_dir(run_dir), site_dir(run_dir)):
@@ -86,12 +99,19 @@ MPI_PREFIXES = ("OMPI_", "OPAL_", "PMIX_", "PRTE_")
 MACHINE = ("PATH", "HOME", "TMPDIR", "USER", "LOGNAME")
 
 
+#: The images' locale (their ENV sets it, and so every rank's host file). Set for mpirun too: a
+#: Python started without a locale (smmpi's watch.py, around mpirun and each rank) would
+#: otherwise coerce it and export ``LC_CTYPE=C.UTF-8``, which no rank has in the container.
+LOCALE = {"LC_ALL": "C.UTF-8"}
+
+
 def launch_env(launcher_env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
     """mpirun's own environment, which ranks inherit: the machine's PATH, HOME and TMPDIR,
-    MPI's own variables, and nothing else of this shell (its AWS credentials least of all).
+    MPI's own variables, the images' locale, and nothing else of this shell (its AWS
+    credentials least of all).
     """
     kept = {k: v for k, v in environ.items() if k in MACHINE or k.startswith(MPI_PREFIXES)}
-    return {**kept, **launcher_env}
+    return {**LOCALE, **kept, **launcher_env}
 
 
 def rank_variables(

@@ -11,6 +11,7 @@ from typing import IO
 from smmpi.bounded import create
 from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged, printable
 from smmpi.runners.base import Progress
+from smmpi.toolkit.failure import Capture, error_classes
 from smmpi.toolkit.hosts import host_of_rank
 from smmpi.toolkit.shape import JobShape
 from smmpi.toolkit.tags import container_tag
@@ -34,9 +35,13 @@ class Output:
     its words to another rank's line or log file.
     """
 
-    def __init__(self, world_size: int, log_dir: Path | None, ppn: int = 1) -> None:
+    def __init__(
+        self, world_size: int, log_dir: Path | None, ppn: int = 1, image: str = ""
+    ) -> None:
         self.ppn = ppn  # the toolkit's tag names algo-(rank // ppn + 1)
         self.scan = FailureScan()
+        # what the container's toolkit keeps of each pipe for algo-1's output/failure
+        self.captures = {pipe: Capture(error_classes(image)) for pipe in ("stdout", "stderr")}
         self.lock = threading.Lock()
         self.files: dict[int, IO[str]] = {}
         self.untagged: IO[str] | None = None
@@ -59,12 +64,20 @@ class Output:
         if f is not None:
             f.write(tagged.text + "\n")
 
-    def pump(self, stream: IO[bytes], echo: IO[str], own: IO[str] | None = None) -> None:
-        """Echo ``stream``: the ranks' lines to ``echo``, mpirun's own (untagged) to ``own``."""
+    def pump(
+        self, stream: IO[bytes], echo: IO[str], own: IO[str] | None = None, pipe: str = ""
+    ) -> None:
+        """Echo ``stream``: the ranks' lines to ``echo``, mpirun's own (untagged) to ``own``.
+
+        ``pipe`` (``stdout`` or ``stderr``) names mpirun's pipe for the toolkit's capture.
+        """
         own = own or echo
         lines = LineAssembler()  # one per pipe: stdout and stderr interleave independently
+        capture = self.captures.get(pipe)
         for raw in iter(stream.readline, b""):
             line = raw.decode("utf-8", errors="surrogateescape").rstrip("\r\n")
+            if capture is not None:
+                capture.feed(line)
             with self.lock:
                 if is_tagged(line):
                     for tagged in lines.feed(line):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,24 +57,46 @@ def requirements(code: Path, folder: Path, install: bool, progress: Progress) ->
     return [str(target)]
 
 
-def install_package(code: Path, folder: Path, progress: Progress) -> list[str]:
+def install_package(
+    code: Path, folder: Path, progress: Progress, python: str = sys.executable
+) -> list[str]:
     """A code dir with a ``setup.py``: installed into the job's own folder, as the container does.
 
     The toolkit runs ``pip install .`` in the code dir, then the program as a
     module (``-m NAME``). Here the package alone goes into ``<job>/site-packages``
-    (no dependencies, no download: ``--install-requirements`` installs those).
+    (no dependencies, no download: ``--install-requirements`` installs those),
+    built by this environment's setuptools (smmpi[aws] requires one that builds
+    wheels by itself, as the images' setuptools and wheel do).
     """
     if not (code / "setup.py").is_file():
         return []
     target = folder / "site-packages"
     progress(f"smmpi: setup.py: installing the code into {target}, as the container does")
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
+    pip = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
     done = subprocess.run(
         [*pip, "--no-build-isolation", "--target", str(target), str(code)],
         capture_output=True,
         text=True,
     )
     if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or ["pip failed"])[-1]
-        raise SmmpiError(f"installing the code's setup.py failed: {tail}")
+        raise SmmpiError(f"installing the code's setup.py failed: {pip_reason(done.stderr)}")
     return [str(target)]
+
+
+#: pip's own summary lines, which say that something failed but not what.
+_GENERIC = ("subprocess-exited-with-error", "metadata-generation-failed", "See above")
+
+
+def pip_reason(stderr: str) -> str:
+    """The line of pip's output that says what went wrong (the build's own error first)."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    errors = [
+        ln
+        for ln in lines
+        if re.match(r"(error|ERROR):|\w*(Error|Exception):", ln)
+        and not any(g in ln for g in _GENERIC)
+    ]
+    if errors:
+        return errors[0]
+    useful = [ln for ln in lines if not any(g in ln for g in _GENERIC)]
+    return (useful or ["pip failed"])[-1]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
@@ -69,6 +70,17 @@ def describe_response(record: dict[str, Any]) -> dict[str, Any]:
     return desc
 
 
+class _NoTroubleshootingLink(logging.Filter):
+    """The SDK logs a link to its troubleshooting guide whenever CreateTrainingJob raises; a
+    local run's error is already one line of smmpi's, so the link is noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Please check the troubleshooting guide")
+
+
+_QUIET = _NoTroubleshootingLink()
+
+
 class LocalBackend:
     """Answers an SDK session's CreateTrainingJob/DescribeTrainingJob calls with local runs."""
 
@@ -110,6 +122,9 @@ class LocalBackend:
     def attach(self) -> None:
         """Answer the session's calls from now on (until :meth:`detach`)."""
         client = self.built.session.sagemaker_client
+        sdk_logger = logging.getLogger("sagemaker")
+        sdk_logger.addFilter(_QUIET)
+        self._hooks.callback(sdk_logger.removeFilter, _QUIET)
         self._hooks.enter_context(hooked(client, "CreateTrainingJob", self.create))
         self._hooks.enter_context(hooked(client, "DescribeTrainingJob", self.describe))
 

@@ -40,6 +40,7 @@ from smmpi.runners.local.layout import (
 )
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.output import Output, path_hint, report_stacks
+from smmpi.toolkit.failure import error_message
 from smmpi.toolkit.hosts import host_of_rank
 from smmpi.toolkit.shape import JobShape
 
@@ -57,6 +58,8 @@ class RunResult:
     failed_host: str | None = None
     reason: str | None = None
     stacks: dict[int, str] = field(default_factory=dict)
+    returncode: int | None = None  # mpirun's
+    error_message: str = ""  # what the container's toolkit would keep of mpirun's output
 
     @property
     def failure_line(self) -> str | None:
@@ -185,8 +188,8 @@ def _pumps(
     assert proc.stdout is not None and proc.stderr is not None
     pumps = [
         # mpirun's own lines on stdout (the container line's --display-map) go with its others
-        threading.Thread(target=output.pump, args=(proc.stdout, out, err), daemon=True),
-        threading.Thread(target=output.pump, args=(proc.stderr, err), daemon=True),
+        threading.Thread(target=output.pump, args=(proc.stdout, out, err, "stdout"), daemon=True),
+        threading.Thread(target=output.pump, args=(proc.stderr, err, None, "stderr"), daemon=True),
     ]
     for t in pumps:
         t.start()
@@ -235,6 +238,8 @@ def _conclude(
     for line in ends.stray_lines(lambda r: host_of_rank(r, shape.ppn, shape.instances)):
         say(f"smmpi: {printable(line)}")
     code = supervisor.proc.returncode
+    result.returncode = code
+    result.error_message = error_message(output.captures.values())
     if result.exit_code == EXIT_OK and code != 0:
         _blame(result, ends, output.scan, shape, code)
 
@@ -275,7 +280,7 @@ def execute(
         if note:
             progress(note)
     how = prepare(mode, shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed)
-    output = Output(shape.world_size, log_dir, shape.ppn)
+    output = Output(shape.world_size, log_dir, shape.ppn, shape.image)
     start = time.monotonic()
     proc = _start(how.argv, how.env, run_dir, shape.world_size, stdin_closed, remove_on_death)
     supervisor = Supervisor(proc, stack_dir(run_dir), how.translate)

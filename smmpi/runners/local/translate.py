@@ -59,7 +59,11 @@ def _export(spec: str) -> Row:
             "app context's CURRENT_HOST",
         )
     if name.startswith("FI_") or name == "NCCL_PROTO":
-        return Row(original, (), "EFA exists only on the instance")
+        return Row(
+            original,
+            original,
+            "the toolkit's EFA settings reach the ranks as on the instance (no EFA device here)",
+        )
     if name.startswith(("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")):
         return Row(original, (), "ranks inherit this machine's environment")
     if name.startswith("SM_") or name == "PYTHONPATH":

@@ -168,9 +168,15 @@ def test_failing_job_records_the_reason(local_env: dict[str, str], tmp_path: Pat
     assert job.record["FailureReason"] == reason
     record = json.loads((job.folder / "describe.json").read_text())
     assert record["TrainingJobStatus"] == "Failed" and record["FailureReason"] == reason
-    for host in ("algo-1", "algo-2"):
-        failure = job.folder / "hosts" / host / "opt" / "ml" / "output" / "failure"
-        assert failure.read_text().strip() == reason
+    # the instances hold the container's files: the toolkit's failure on algo-1, success on algo-2
+    output = {h: job.folder / "hosts" / h / "opt" / "ml" / "output" for h in ("algo-1", "algo-2")}
+    failure = (output["algo-1"] / "failure").read_text()
+    # from the traceback's first line naming an exception: its source line
+    head = (
+        'ExecuteUserScriptError:\nExitCode 1\nErrorMessage "raise ValueError("boom on purpose")\n'
+    )
+    assert failure.startswith(head + " ValueError: boom on purpose\n")
+    assert not (output["algo-2"] / "failure").exists() and (output["algo-2"] / "success").is_file()
     assert not job.model_artifact.exists()
 
 

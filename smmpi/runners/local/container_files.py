@@ -1,0 +1,194 @@
+"""Files the container and SageMaker leave on each instance, around the program's run.
+
+- ``/opt/ml/output/success`` and ``failure``: ``trainer.train`` writes ``success``
+  on every instance whose entry returned, and ``failure`` with the toolkit's
+  text on algo-1 when mpirun failed; workers end normally, so they write
+  ``success`` then too (:mod:`smmpi.toolkit.failure`). A run stopped by a
+  timeout or an interrupt leaves neither: the container was stopped.
+- ``/opt/ml/checkpoints`` (``CheckpointConfig``): SageMaker fills it on every
+  instance from the checkpoint URI before the program starts, and syncs it back
+  to that URI. Here the URI's content is the ``checkpoints`` folder of the newest
+  local job with the same ``CheckpointConfig.S3Uri``; each run syncs every
+  instance's folder into its own job's ``checkpoints``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tarfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from smmpi.errors import BadInput
+from smmpi.ops.local_jobs import list_jobs
+from smmpi.toolkit.failure import error_classes, failure_text
+from smmpi.toolkit.hosts import HostDirs, on_host
+
+#: CheckpointConfig.LocalPath's default (the SDK's checkpoint_local_path).
+CHECKPOINTS = "/opt/ml/checkpoints"
+#: The local job's copy of what its instances synced to the checkpoint URI.
+SYNCED = "checkpoints"
+
+
+def write_status_files(
+    hosts: Sequence[HostDirs],
+    status: str,
+    command: Sequence[str],
+    returncode: int | None,
+    message: str,
+    image: str,
+) -> None:
+    """``success``/``failure`` on each instance as the toolkit leaves them after ``status``."""
+    if status not in ("Completed", "Failed"):
+        return
+    for index, dirs in enumerate(hosts):
+        if status == "Failed" and index == 0:
+            if not dirs.failure.exists():  # the toolkit never replaces a program's own
+                code = returncode if returncode else 1
+                text = failure_text(command, code, message, error_classes(image))
+                _write(dirs.failure, text)
+        else:
+            _write(dirs.output / "success", "")
+
+
+def _write(path: Path, text: str) -> None:
+    """A file the container writes, in a folder the ranks could write to: never via a link."""
+    if path.is_symlink():
+        path.unlink()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def tar_output_data(hosts: Sequence[HostDirs], archive: Path) -> None:
+    """``output.tar.gz``: every instance's ``output/data``, merged (``data/...``), and nothing
+    else of ``output`` (not ``failure``, ``success`` or ``intermediate``)."""
+    with tarfile.open(archive, "w:gz") as tar:
+        for dirs in hosts:
+            for path in sorted(dirs.output_data.rglob("*")):
+                if path.is_file() and not path.is_symlink():
+                    tar.add(path, arcname=path.relative_to(dirs.output).as_posix())
+
+
+def checkpoint_uri(request: Mapping[str, Any]) -> str | None:
+    return (request.get("CheckpointConfig") or {}).get("S3Uri") or None
+
+
+def checkpoint_dir(request: Mapping[str, Any], dirs: HostDirs) -> Path | None:
+    """The instance's ``CheckpointConfig.LocalPath`` in its tree (None without a config)."""
+    if checkpoint_uri(request) is None:
+        return None
+    local = str((request.get("CheckpointConfig") or {}).get("LocalPath") or CHECKPOINTS)
+    path = on_host(local, dirs)
+    if path == local:
+        raise BadInput(
+            "CheckpointConfig.LocalPath", local, "a folder under /opt/ml (each emulated instance's)"
+        )
+    return Path(path)
+
+
+def _previous(uri: str, this_job: str) -> Path | None:
+    """What a checkpoint URI holds here: the newest other local job's synced folder for it."""
+    for entry in list_jobs():
+        folder = entry.folder / SYNCED
+        if entry.name == this_job or not folder.is_dir():
+            continue
+        try:
+            record = json.loads((entry.folder / "describe.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if (record.get("CheckpointConfig") or {}).get("S3Uri") == uri:
+            return folder
+    return None
+
+
+def seed_checkpoints(request: Mapping[str, Any], folder: Path) -> Path | None:
+    """The job's ``checkpoints`` folder, holding what its checkpoint URI holds at the start.
+
+    None without a CheckpointConfig. The instances are filled from it
+    (:func:`restore_checkpoints`) and synced back into it (:func:`sync_checkpoints`).
+    """
+    uri = checkpoint_uri(request)
+    if uri is None:
+        return None
+    target = folder / SYNCED
+    previous = _previous(uri, folder.name)
+    if previous is not None:
+        shutil.copytree(previous, target, symlinks=True)
+    target.mkdir(mode=0o700, exist_ok=True)
+    _private(target)
+    return target
+
+
+def restore_checkpoints(request: Mapping[str, Any], dirs: HostDirs, seeded: Path | None) -> None:
+    """Create the instance's checkpoint folder, filled as SageMaker fills it from the URI."""
+    target = checkpoint_dir(request, dirs)
+    if target is None or seeded is None:
+        return
+    shutil.copytree(seeded, target, symlinks=True, dirs_exist_ok=True)
+
+
+def sync_checkpoints(request: Mapping[str, Any], hosts: Sequence[HostDirs], folder: Path) -> None:
+    """What each instance wrote to its checkpoint folder, uploaded into the job's ``checkpoints``.
+
+    As SageMaker uploads new and changed files only, a file an instance left as
+    restored does not replace what another instance wrote.
+    """
+    target = folder / SYNCED
+    if not target.is_dir():
+        return
+    seeded = _stamps(target)
+    for dirs in hosts:
+        source = checkpoint_dir(request, dirs)
+        if source is None or source.is_symlink() or not source.is_dir():
+            continue
+        for path, _subdirs, files in os.walk(source):
+            for name in files:
+                here = Path(path) / name
+                rel = here.relative_to(source)
+                if _stamp(here) != seeded.get(rel):
+                    _copy(here, target / rel)
+    _private(target)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size)
+
+
+def _stamps(root: Path) -> dict[Path, tuple[int, int] | None]:
+    """Each file under ``root`` (relative path) with its modification time and size."""
+    found = {}
+    for path, _subdirs, files in os.walk(root):
+        for name in files:
+            here = Path(path) / name
+            found[here.relative_to(root)] = _stamp(here)
+    return found
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.is_symlink() or (dst.exists() and not dst.is_file()):
+        if dst.is_dir() and not dst.is_symlink():
+            shutil.rmtree(dst)
+        else:
+            dst.unlink()
+    if src.is_symlink():
+        dst.symlink_to(os.readlink(src))
+    else:
+        shutil.copy2(src, dst)
+
+
+def _private(root: Path) -> None:
+    """Folders 0700 and files 0600, as smmpi keeps its files (links are left alone)."""
+    for path, _subdirs, files in os.walk(root):
+        os.chmod(path, 0o700)
+        for name in files:
+            file = os.path.join(path, name)
+            if not os.path.islink(file):
+                os.chmod(file, 0o600)
