@@ -94,16 +94,18 @@ def _user_frames(stack: str) -> str:
 
 
 def report_stacks(
-    reason: str, stacks: Mapping[int, str], shape: JobShape, progress: Progress
+    reason: str,
+    stacks: Mapping[int, str],
+    shape: JobShape,
+    progress: Progress,
+    notes: Mapping[int, str] | None = None,
 ) -> None:
-    """Every rank's Python stack (a run that timed out), each under its rank and host."""
+    """Every rank's Python stack (a run that timed out), each under its rank and host;
+    ``notes``: why a rank has none (from the run's records)."""
     progress(f"smmpi: {reason}; Python stack of every rank:")
     for rank in range(shape.world_size):
         host = host_of_rank(rank, shape.ppn, shape.instances)
         stack = stacks.get(rank)
         progress(f"--- rank {rank} ({host}) ---")
-        progress(
-            printable(_user_frames(stack))
-            if stack
-            else "(no stack: the rank had not started Python or had already exited)"
-        )
+        why = (notes or {}).get(rank, "the rank had not started Python or had already exited")
+        progress(printable(_user_frames(stack)) if stack else f"(no stack: {printable(why)})")

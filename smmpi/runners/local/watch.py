@@ -45,6 +45,7 @@ STOP = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 FORWARD = (*STOP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 GRACE = 3.0  # seconds mpirun gets to stop its ranks before everything is killed
 POLL = 0.25  # seconds between the reaper's looks for strays
+LAUNCHER_FD = "SMMPI_LAUNCHER_FD"  # the rank's end of the pipe to its launcher (this process)
 
 
 def prctl(option: int, value: int) -> None:
@@ -53,12 +54,17 @@ def prctl(option: int, value: int) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
-def start(argv: list[str], parent: int, dies_with_parent: bool) -> int:
-    """Fork and exec ``argv`` with default signals (and killed if ``parent`` dies first)."""
+def start(argv: list[str], parent: int, dies_with_parent: bool, keep: int = -1) -> int:
+    """Fork and exec ``argv`` with default signals (and killed if ``parent`` dies first).
+
+    ``keep``: a file descriptor the child keeps open across exec.
+    """
     pid = os.fork()
     if pid:
         return pid
     try:
+        if keep >= 0:
+            os.set_inheritable(keep, True)
         for sig in FORWARD:
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
@@ -118,7 +124,14 @@ def rank_main(host_file: str, command: list[str]) -> None:
             name, eq, value = entry.partition(b"=")
             if eq:
                 os.environb[name] = value
-    child = start(command, os.getpid(), dies_with_parent=False)
+    # The rank holds the read end of a pipe whose write end only this process holds: when this
+    # process ends while the rank runs (killed with SIGKILL, it writes no record), the rank's
+    # hook (rank_hook.py) is signalled and records it (rank-R.orphan).
+    read_end, _write_end = os.pipe()  # the write end stays open as long as this process
+    os.environ[LAUNCHER_FD] = str(read_end)
+    child = start(command, os.getpid(), dies_with_parent=False, keep=read_end)
+    os.close(read_end)
+    del os.environ[LAUNCHER_FD]
     for forwarded in FORWARD:
         signal.signal(forwarded, forwarder(child))
     _, status = os.waitpid(child, 0)
