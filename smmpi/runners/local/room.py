@@ -40,7 +40,7 @@ def free_bytes(folder: Path) -> int | None:
     """Free bytes where ``folder`` is (or would be created); None if that cannot be told."""
     path = folder
     while not path.exists() and path != path.parent:
-        path = path.parent
+        path = path.parent  # the folder to be created: the room of the one it will be in
     try:
         st = os.statvfs(path)
     except OSError:
@@ -62,10 +62,20 @@ def _mb(size: int) -> str:
     return f"{size / MB:.1f} MB"
 
 
+def _device(path: Path) -> int | None:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    try:
+        return path.stat().st_dev
+    except OSError:
+        return None
+
+
 def where(folder: Path) -> str:
-    """``TMPDIR (/tmp/x)`` when ``folder`` is in the temporary folder, else the folder."""
+    """``TMPDIR (/tmp/x)`` when ``folder`` is in the temporary folder's filesystem, under it;
+    else the folder."""
     tmp = Path(tempfile.gettempdir())
-    if folder == tmp or tmp in folder.parents:
+    if (folder == tmp or tmp in folder.parents) and _device(folder) == _device(tmp):
         return f"TMPDIR ({tmp})"
     return str(folder)
 
@@ -77,9 +87,10 @@ def check_room(folder: Path, shape: JobShape, mode: str, code_bytes: int = 0) ->
         raise BadInput(
             "TMPDIR" if where(folder).startswith("TMPDIR") else "run folder",
             str(folder),
-            f"a folder with {_mb(need)} free for this run (it has {_mb(free)}: Open MPI's "
-            f"session files take about {SESSION_BYTES // MB} MB per "
-            f"{'emulated instance' if mode == 'hosts' else 'run'}); set TMPDIR to a larger one",
+            f"a folder with {_mb(need)} free for this run; it is too small or full "
+            f"({_mb(free)} free; Open MPI's session files take about {SESSION_BYTES // MB} MB "
+            f"per {'emulated instance' if mode == 'hosts' else 'run'}): set TMPDIR to a "
+            "roomier folder",
         )
 
 

@@ -68,6 +68,7 @@ __all__ = [
 
 LINGER = 3.0  # seconds mpirun may take to end once the run cannot go on, before it is stopped
 POLL = 0.5  # seconds between looks at the run's records while mpirun runs
+SESSIONS = "OMPI_MCA_orte_tmpdir_base"  # where Open MPI writes its session files
 
 
 def _start(
@@ -184,10 +185,10 @@ def _mpirun_env(how_env: dict[str, str], shape: JobShape, run_dir: Path, mode: s
     container's does not)."""
     if mode != "processes":
         return
-    if "OMPI_MCA_orte_tmpdir_base" not in how_env:
+    if SESSIONS not in how_env:
         base = run_dir / ".smmpi" / "ompi"
         base.mkdir(parents=True, exist_ok=True)
-        how_env["OMPI_MCA_orte_tmpdir_base"] = str(base)
+        how_env[SESSIONS] = str(base)
     if "oversubscribe" not in (shape.custom_mpi_options or ""):
         how_env["SMMPI_NO_FREE_SLOTS"] = "1"
 
@@ -246,7 +247,8 @@ def execute(
     supervisor = Supervisor(proc, stack_dir(run_dir), how.translate)
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = RunResult(EXIT_OK, "Completed", 0.0, run_dir, shape.world_size)
-    run = Run(shape, mode, supervisor.stack_dir, run_dir, started, None)
+    sessions = Path(how.env.get(SESSIONS) or run_dir) if mode == "processes" else run_dir
+    run = Run(shape, mode, supervisor.stack_dir, run_dir, started, None, sessions)
     try:
         with sigterm_interrupts():
             try:

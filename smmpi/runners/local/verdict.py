@@ -55,6 +55,7 @@ class Run:
     run_dir: Path
     started: float  # time.time() at the start
     code: int | None  # how the launched process ended (None: killed by smmpi)
+    sessions: Path | None = None  # where Open MPI writes its session files (the run dir's)
 
     def host(self, rank: int) -> str:
         return host_of_rank(rank, self.shape.ppn, self.shape.instances)
@@ -68,14 +69,14 @@ def _killed_everything(ends: Ends, blame: Blame, run: Run) -> str | None:
     where = ends.orphans[blame.rank].where
     at = f" (it was at {where})" if where else ""
     return (
-        f"survived its launcher: every other process of the run, mpirun included, was killed "
+        f"outlived every other process of the run: all of them, mpirun included, were killed "
         f"by signal {signal_text(signal.SIGKILL)} while it ran{at}, as kill(-1) from a rank does"
     )
 
 
 def _pitfall_note(pitfall: Pitfall, run: Run) -> str:
     if pitfall.key == "no-room":
-        return full_line(run.run_dir, run.shape, run.mode)
+        return full_line(run.sessions or run.run_dir, run.shape, run.mode)
     return pitfall.note
 
 
