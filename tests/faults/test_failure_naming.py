@@ -164,7 +164,7 @@ def test_a_small_tmpdir_is_named_in_one_line(
 ) -> None:
     """Before: 7-15 lines of PMIx errors, then a wait until --timeout (or forever), and
     processes mode left ompi.vm.0 behind."""
-    prog = _program(tmp_path, "comm.Barrier()\nprint('ran', rank, flush=True)\n")
+    prog = _program(tmp_path, "comm.Barrier()\nprint('done-by', rank, flush=True)\n")
     env = {**fault_env, "TMPDIR": str(small_tmpfs)}
     r = _run(prog, env, "-N", "2", "-n", "2", "--timeout", "120")
     # each isolated instance runs an Open MPI daemon of its own, with about 8 MB of session
@@ -173,7 +173,7 @@ def test_a_small_tmpdir_is_named_in_one_line(
     fits = MODE == "processes" and st.f_blocks * st.f_frsize >= 16 * 1024 * 1024
     lines = r.stderr.strip().splitlines()
     if fits:
-        assert r.returncode == 0 and r.stdout.count("ran") == 4, r.stderr
+        assert r.returncode == 0 and r.stdout.count("done-by") == 4, r.stderr
     else:
         assert r.returncode == 2 and len(lines) == 1, r.stderr
         assert lines[0].startswith(f"smmpi: invalid TMPDIR: '{small_tmpfs}'"), lines[0]

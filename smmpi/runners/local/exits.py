@@ -4,6 +4,8 @@ One classification for both modes, from what the ranks and their watchers
 recorded (never from mpirun's text, which Open MPI 4.1 sometimes loses):
 - ``rank-R.exc``: an exception reached the top of the rank's program;
 - ``rank-R.abort``: the rank called ``MPI.Comm.Abort(code)``;
+- ``rank-R.status``: ``python -m mpi4py`` will abort with this code at exit
+  (an uncaught ``SystemExit``, or exception);
 - ``rank-R.exit``: its watcher saw it end (exit code or signal, and when);
 - ``rank-R.orphan``: its watcher ended while it ran (the rank's stack then).
 
@@ -126,6 +128,14 @@ def read_aborts(folder: Path) -> dict[int, RankAbort]:
     }
 
 
+def read_statuses(folder: Path) -> dict[int, RankAbort]:
+    """The code ``python -m mpi4py`` set to abort with at exit (``sys.exit(N)``: N)."""
+    return {
+        rank: RankAbort(rank, _int(r.get("code")) or 1, float(r.get("time") or 0))
+        for rank, r in _rows(folder, "status").items()
+    }
+
+
 def user_frame(stack: str) -> str | None:
     """``train.py, line 12``: the innermost frame of a faulthandler dump that is the program's."""
     for line in stack.splitlines():
@@ -209,6 +219,7 @@ class Ends:
     aborts: dict[int, RankAbort] = field(default_factory=dict)
     orphans: dict[int, RankOrphan] = field(default_factory=dict)
     pids: dict[int, int] = field(default_factory=dict)
+    statuses: dict[int, RankAbort] = field(default_factory=dict)
 
     @classmethod
     def read(cls, folder: Path) -> Ends:
@@ -219,6 +230,7 @@ class Ends:
             read_aborts(folder),
             read_orphans(folder),
             read_pids(folder),
+            read_statuses(folder),
         )
 
     @property
@@ -237,6 +249,9 @@ class Ends:
             if abort.code == 0:
                 return Event(abort.time, rank, "called MPI_Abort(0)")
             return Event(abort.time, rank, f"failed: exit code {abort.code} (MPI_Abort)")
+        if rank in self.statuses:  # sys.exit(N): mpi4py aborts with N at exit
+            status = self.statuses[rank]
+            return Event(status.time, rank, f"failed: exit code {status.code}")
         end = self.ends.get(rank)
         if end is not None:
             if not end.failed:
@@ -263,7 +278,7 @@ class Ends:
     def blame(self, signalled: dict[int, int] | None = None) -> Blame | None:
         """The rank whose failure came first (``signalled``: mpirun's word on how the
         process it started for each rank ended, for a rank whose watcher left no record)."""
-        ranks = set(self.ends) | set(self.exceptions) | set(self.aborts) | set(self.orphans)
+        ranks = {*self.ends, *self.exceptions, *self.aborts, *self.orphans, *self.statuses}
         events = [e for r in ranks if (e := self.event(r, (signalled or {}).get(r))) is not None]
         events.sort(key=lambda e: (e.time, e.rank))
         first = next((e for e in events if not e.collateral), events[0] if events else None)

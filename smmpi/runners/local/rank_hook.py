@@ -8,7 +8,9 @@ on every rank's PYTHONPATH. In the rank (not in the processes it starts) it:
 - records the exception that reached the top of the program (``rank-R.exc``:
   not a traceback the program caught and printed itself);
 - records a call of ``MPI.Comm.Abort`` and its error code (``rank-R.abort``),
-  which the rank's exit code alone cannot tell from ``sys.exit`` or ``os._exit``;
+  which the rank's exit code alone cannot tell from ``sys.exit`` or ``os._exit``,
+  and the code ``python -m mpi4py`` aborts with at exit for an uncaught
+  ``SystemExit`` or exception (``rank-R.status``);
 - records where the rank was when the process that started it (the rank
   watcher) ended while the rank ran (``rank-R.orphan``): that process writes
   no record when it is killed with SIGKILL;
@@ -166,6 +168,14 @@ def _set_method(cls: type, name: str, function: Callable[..., Any]) -> None:
 
 
 def _patch(mpi: Any, abort_path: str, no_free_slots: bool) -> None:
+    exit_path = abort_path.removesuffix(".abort") + ".status"
+    set_status = mpi._set_abort_status  # mpi4py's run: the code it will abort with at exit
+
+    def _set_abort_status(status: Any) -> None:
+        _write(exit_path, {"code": status if isinstance(status, int) else 1})
+        set_status(status)
+
+    mpi._set_abort_status = _set_abort_status
     abort = mpi.Comm.__dict__["Abort"]
 
     def Abort(self: Any, errorcode: int = 0) -> None:
