@@ -142,10 +142,7 @@ class _MPIFinder:
 
         def exec_module(module: ModuleType) -> None:
             run(module)
-            try:
-                _patch(module, self.abort_path, self.no_free_slots)
-            except Exception:  # an mpi4py without these names: run it as it is
-                pass
+            _patch(module, self.abort_path, self.no_free_slots)
 
         spec.loader.exec_module = exec_module
         return spec
@@ -168,25 +165,41 @@ def _set_method(cls: type, name: str, function: Callable[..., Any]) -> None:
 
 
 def _patch(mpi: Any, abort_path: str, no_free_slots: bool) -> None:
-    exit_path = abort_path.removesuffix(".abort") + ".status"
-    set_status = mpi._set_abort_status  # mpi4py's run: the code it will abort with at exit
+    """Each patch on its own: an mpi4py without one of these names keeps the others."""
+    patches = [_record_exit_status, _record_abort] + ([_refuse_spawn] if no_free_slots else [])
+    for patch in patches:
+        try:
+            patch(mpi, abort_path)
+        except Exception:  # run it as it is
+            pass
+
+
+def _record_exit_status(mpi: Any, abort_path: str) -> None:
+    """``python -m mpi4py`` sets the code to abort with at exit (``sys.exit(N)``: N)."""
+    path = abort_path.removesuffix(".abort") + ".status"
+    set_status = mpi._set_abort_status
 
     def _set_abort_status(status: Any) -> None:
-        _write(exit_path, {"code": status if isinstance(status, int) else 1})
+        _write(path, {"code": status if isinstance(status, int) else 1})
         set_status(status)
 
     mpi._set_abort_status = _set_abort_status
+
+
+def _record_abort(mpi: Any, abort_path: str) -> None:
     abort = mpi.Comm.__dict__["Abort"]
 
-    def Abort(self: Any, errorcode: int = 0) -> None:
+    def Abort(self: Any, errorcode: int = 0) -> None:  # mpi4py's name
         _write(abort_path, {"code": int(errorcode)})
         abort(self, errorcode)
 
     Abort.__doc__ = abort.__doc__
     _set_method(mpi.Comm, "Abort", Abort)
-    if no_free_slots:
-        for name in ("Spawn", "Spawn_multiple"):
-            _set_method(mpi.Intracomm, name, _refused(mpi, name))
+
+
+def _refuse_spawn(mpi: Any, abort_path: str) -> None:
+    for name in ("Spawn", "Spawn_multiple"):
+        _set_method(mpi.Intracomm, name, _refused(mpi, name))
 
 
 def _refused(mpi: Any, name: str) -> Callable[..., Any]:

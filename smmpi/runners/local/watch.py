@@ -15,12 +15,13 @@
 ``python -I -S watch.py rank HOST_FILE -- COMMAND...``
   What mpirun starts in place of each rank. It sets its emulated host's
   variables from HOST_FILE (``NAME=value`` entries separated by NUL bytes), so
-  mpirun's command line carries no ``-x`` per host; starts the rank; writes
-  ``rank-R.exit`` (exit code or signal, and when) in ``$SMMPI_STACK_DIR`` when
-  it ends; and ends the same way, so mpirun sees what it would have seen.
-  Signals mpirun sends reach the rank through the process group they share; a
-  signal sent to this process alone is passed on. It imports nothing beyond
-  the interpreter's built-in modules: one starts for every rank.
+  mpirun's command line carries no ``-x`` per host; starts the rank, which
+  holds the read end of a pipe only this process writes to (if this process is
+  killed first, the rank's hook records it); writes ``rank-R.exit`` (exit code
+  or signal, and when) in ``$SMMPI_STACK_DIR`` when it ends; and ends the same
+  way, so mpirun sees what it would have seen. Signals mpirun sends reach the
+  rank through the process group they share; a signal sent to this process
+  alone is passed on. It imports only built-in modules: one starts per rank.
 
 Both exit as COMMAND did: the same code, or the same signal.
 """
@@ -124,10 +125,7 @@ def rank_main(host_file: str, command: list[str]) -> None:
             name, eq, value = entry.partition(b"=")
             if eq:
                 os.environb[name] = value
-    # The rank holds the read end of a pipe whose write end only this process holds: when this
-    # process ends while the rank runs (killed with SIGKILL, it writes no record), the rank's
-    # hook (rank_hook.py) is signalled and records it (rank-R.orphan).
-    read_end, _write_end = os.pipe()  # the write end stays open as long as this process
+    read_end, _write_end = os.pipe()  # the write end closes when this process ends
     os.environ[LAUNCHER_FD] = str(read_end)
     child = start(command, os.getpid(), dies_with_parent=False, keep=read_end)
     os.close(read_end)
