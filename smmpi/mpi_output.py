@@ -12,7 +12,9 @@ since toolkit 4.0.0 (and smmpi's local output) has the toolkit's rewritten tags,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 _ABORT_RE = re.compile(r"MPI_ABORT was invoked on rank (?P<rank>\d+) in communicator")
 _ERRORCODE_RE = re.compile(r"^\s*(?:Errorcode: |with errorcode )(?P<code>-?\d+)")  # OMPI 5, 4
@@ -119,6 +121,21 @@ class Pitfall:
     @property
     def note(self) -> str:
         return f"{self.cause}; {self.fix}" if self.fix else self.cause
+
+    @classmethod
+    def rows(cls, table: Iterable[Mapping[str, Any]]) -> tuple[Pitfall, ...]:
+        """Pitfalls from a table's rows (``key``, ``pattern``, ``cause``, ``fix``, ``stops``),
+        as a JSON file holds them."""
+        return tuple(
+            cls(
+                str(row["key"]),
+                re.compile(str(row["pattern"])),
+                str(row["cause"]),
+                str(row.get("fix", "")),
+                bool(row.get("stops", False)),
+            )
+            for row in table
+        )
 
 
 #: The failures named from the output alone, first match first.

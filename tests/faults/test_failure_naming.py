@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from smmpi.mpi_output import FailureScan
+from smmpi.mpi_output import FailureScan, Pitfall
 from tests.helpers import smmpi
 
 HEADER = "import os, signal, subprocess, sys, time\nfrom mpi4py import MPI\n"
@@ -268,3 +268,9 @@ def test_the_failure_scan_reads_a_table_of_pitfalls() -> None:
     assert [p.key for p in scan.found] == ["no-room", "no-free-slots"]
     assert scan.stops is not None and scan.stops.key == "no-room"
     assert FailureScan(pitfalls=()).found == []
+    table = [
+        {"key": "k", "pattern": r"CUDA error: (\w+)", "cause": "no GPU here", "fix": "use CPU"}
+    ]
+    custom = FailureScan(pitfalls=Pitfall.rows(table))
+    custom.feed("[1,2]<stderr>:RuntimeError: CUDA error: invalid_device")
+    assert [p.note for p in custom.found] == ["no GPU here; use CPU"]

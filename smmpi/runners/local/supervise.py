@@ -28,7 +28,7 @@ from typing import IO
 from smmpi.errors import BadInput
 from smmpi.mpi_output import printable
 from smmpi.runners.base import Progress, silent
-from smmpi.runners.local.exits import Ends
+from smmpi.runners.local.exits import Ends, read_ends
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
 from smmpi.runners.local.isolation import prepare
 from smmpi.runners.local.layout import (
@@ -115,8 +115,9 @@ def _stuck(supervisor: Supervisor, output: Output, world_size: int) -> str | Non
     pitfall = output.scan.stops
     if pitfall is not None:
         return pitfall.key
-    ends = Ends.read(supervisor.stack_dir)
-    if len(ends.ends) >= world_size and any(e.failed for e in ends.ends.values()):
+    if sum(1 for _ in supervisor.stack_dir.glob("rank-*.exit")) < world_size:
+        return None  # (the records are read only once every rank has one)
+    if any(end.failed for end in read_ends(supervisor.stack_dir).values()):
         return "every rank has ended"
     return None
 
