@@ -181,6 +181,24 @@ def test_a_small_tmpdir_is_named_in_one_line(
     assert not any(small_tmpfs.iterdir()), list(small_tmpfs.iterdir())
 
 
+@pytest.mark.parametrize("small_tmpfs", ["2m"], indirect=True)
+def test_a_local_job_without_room_fails_before_any_rank_starts(
+    small_tmpfs: Path, fault_env: dict[str, str]
+) -> None:
+    """submit --local lays its hosts out in the local job's folder: too little room there is
+    one line, the job Failed, and no mpirun started."""
+    env = {**fault_env, "SMMPI_LOCAL_JOBS": str(small_tmpfs / "jobs")}
+    r = smmpi(["submit", "demo", "--instances", "2", "--ppn", "2", "--local"], env, timeout=300)
+    assert r.returncode == 1, r.stderr
+    line = _last_line(r.stderr)
+    assert re.fullmatch(
+        rf"smmpi: {small_tmpfs}/jobs/\S+/hosts is too small or full \(\d+\.\d MB free\): "
+        r"no rank was started; a run of 2 emulated host\(s\) needs about \d+\.\d MB there",
+        line,
+    ), r.stderr
+    assert "Failed" in r.stderr and "MPI_Init" not in r.stderr
+
+
 @pytest.mark.parametrize("small_tmpfs", ["256k"], indirect=True)
 def test_session_files_that_do_not_fit_stop_the_run(
     small_tmpfs: Path, fault_env: dict[str, str], tmp_path: Path

@@ -94,12 +94,17 @@ def check_room(folder: Path, shape: JobShape, mode: str, code_bytes: int = 0) ->
         )
 
 
-def full_line(folder: Path, shape: JobShape, mode: str) -> str:
-    """The line for a run whose ranks failed in ``MPI_Init`` for want of room."""
+def full_line(folder: Path, shape: JobShape, mode: str, started: bool = True) -> str:
+    """The line for a run whose ranks failed in ``MPI_Init`` for want of room (``started``;
+    else: a run stopped before any rank started)."""
     free = free_bytes(folder)
     has = f"{_mb(free)} free" if free is not None else "unknown free space"
+    what = (
+        "Open MPI could not create its session files and the ranks failed in MPI_Init"
+        if started
+        else "no rank was started"
+    )
     return (
-        f"{where(folder)} is too small or full ({has}): Open MPI could not create its "
-        f"session files and the ranks failed in MPI_Init; a run of {shape.instances} "
+        f"{where(folder)} is too small or full ({has}): {what}; a run of {shape.instances} "
         f"emulated host(s) needs about {_mb(needed(shape, mode))} there"
     )

@@ -200,10 +200,7 @@ def _no_room(shape: JobShape, run_dir: Path, mode: str) -> RunResult | None:
     if free is None or free >= needed(shape, mode):
         return None
     result = RunResult(EXIT_FAILED, "Failed", 0.0, run_dir, shape.world_size)
-    result.reason = full_line(run_dir, shape, mode).replace(
-        "Open MPI could not create its session files and the ranks failed in MPI_Init",
-        "no rank was started",
-    )
+    result.reason = full_line(run_dir, shape, mode, started=False)
     return result
 
 

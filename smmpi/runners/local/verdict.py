@@ -138,8 +138,11 @@ def stack_notes(ends: Ends, run: Run) -> dict[int, str]:
     notes: dict[int, str] = {}
     for rank in range(run.shape.world_size):
         event = ends.event(rank)
-        if event is not None:
-            when = f"{event.time - run.started:.1f} s in"
+        when = f"{event.time - run.started:.1f} s in" if event is not None else ""
+        if event is not None and rank in ends.orphans and rank not in ends.ends:
+            notes[rank] = f"the process that started it was killed {when}, and the rank did "
+            notes[rank] += "not answer SIGUSR1 in time"
+        elif event is not None:
             notes[rank] = f"the rank had ended {when}: {event.phrase.removeprefix('failed: ')}"
         elif rank in ends.ends:
             notes[rank] = "the rank had ended normally (exit code 0)"
