@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import signal
 from collections.abc import Callable
@@ -260,6 +261,11 @@ class Ends:
             return Event(end.time, rank, f"failed: {end.cause}", collateral)
         if rank in self.orphans:
             return self._orphaned(self.orphans[rank], launcher_signal)
+        if rank in self.pids and launcher_signal is not None:
+            # no record, and mpirun says the process it started for the rank was signalled:
+            # that process (which writes a record whenever it can) was killed, and the rank
+            # died before it could record it (mpirun's SIGTERM came first); when is unknown
+            return self._orphaned(RankOrphan(rank, math.inf, None), launcher_signal)
         return None
 
     def _orphaned(self, orphan: RankOrphan, launcher_signal: int | None) -> Event:
@@ -279,6 +285,7 @@ class Ends:
         """The rank whose failure came first (``signalled``: mpirun's word on how the
         process it started for each rank ended, for a rank whose watcher left no record)."""
         ranks = {*self.ends, *self.exceptions, *self.aborts, *self.orphans, *self.statuses}
+        ranks |= set(signalled or {}) & set(self.pids)
         events = [e for r in ranks if (e := self.event(r, (signalled or {}).get(r))) is not None]
         events.sort(key=lambda e: (e.time, e.rank))
         first = next((e for e in events if not e.collateral), events[0] if events else None)
@@ -286,10 +293,10 @@ class Ends:
 
     def stray_lines(self, host_of: Callable[[int], str]) -> list[str]:
         """One line per rank that left processes running, naming what was killed."""
-        ranks_own = {(rank, pid) for rank, pid in self.pids.items() if rank in self.orphans}
+        ranks_own = set(self.pids.items())
         by_rank: dict[int | None, list[Stray]] = {}
         for stray in self.strays:
-            if (stray.rank, stray.pid) not in ranks_own:  # an orphaned rank is no stray
+            if (stray.rank, stray.pid) not in ranks_own:  # a rank is no stray of its own
                 by_rank.setdefault(stray.rank, []).append(stray)
         lines = []
         for rank, strays in sorted(by_rank.items(), key=lambda item: (item[0] is None, item[0])):

@@ -86,3 +86,14 @@ def test_user_frame_skips_the_launchers_frames() -> None:
     assert user_frame(USER_STACK) == "train.py, line 12"
     assert user_frame(STACK) is None
     assert user_frame("Current thread 0x1 (most recent call first):\n  <no Python frame>\n") is None
+
+
+def test_a_rank_killed_before_it_recorded_its_launchers_death(tmp_path: Path) -> None:
+    """mpirun's SIGTERM reached the rank before the signal that its launcher had died: no
+    record but the pid, and mpirun's word that the launcher was killed by SIGKILL."""
+    _record(tmp_path, "rank-0.exit", {"rank": 0, "code": None, "signal": 15, "time": 100.0})
+    (tmp_path / "rank-1.pid").write_text("4242")
+    blame = Ends.read(tmp_path).blame({1: 9})
+    assert blame is not None and blame.rank == 1, blame
+    assert blame.reason.startswith("the process that started it (smmpi's rank watcher) was killed")
+    assert Ends.read(tmp_path).blame() == Ends.read(tmp_path).blame({})  # no word: rank 0
