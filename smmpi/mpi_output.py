@@ -12,7 +12,9 @@ since toolkit 4.0.0 (and smmpi's local output) has the toolkit's rewritten tags,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 _ABORT_RE = re.compile(r"MPI_ABORT was invoked on rank (?P<rank>\d+) in communicator")
 _ERRORCODE_RE = re.compile(r"^\s*(?:Errorcode: |with errorcode )(?P<code>-?\d+)")  # OMPI 5, 4
@@ -102,10 +104,69 @@ class LineAssembler:
         return rest
 
 
+@dataclass(frozen=True)
+class Pitfall:
+    """A known failure: a pattern in a run's output (any line, tagged or not), its cause and fix.
+
+    ``stops``: a run that shows it cannot go on (mpirun may hang rather than end it).
+    ``cause`` may name ``{context}`` fields the reader fills in (the run's folder, ...).
+    """
+
+    key: str
+    pattern: re.Pattern[str]
+    cause: str
+    fix: str = ""
+    stops: bool = False
+
+    @property
+    def note(self) -> str:
+        return f"{self.cause}; {self.fix}" if self.fix else self.cause
+
+    @classmethod
+    def rows(cls, table: Iterable[Mapping[str, Any]]) -> tuple[Pitfall, ...]:
+        """Pitfalls from a table's rows (``key``, ``pattern``, ``cause``, ``fix``, ``stops``),
+        as a JSON file holds them."""
+        return tuple(
+            cls(
+                str(row["key"]),
+                re.compile(str(row["pattern"])),
+                str(row["cause"]),
+                str(row.get("fix", "")),
+                bool(row.get("stops", False)),
+            )
+            for row in table
+        )
+
+
+#: The failures named from the output alone, first match first.
+PITFALLS: tuple[Pitfall, ...] = (
+    Pitfall(
+        "no-room",
+        re.compile(r"PMIX ERROR: OUT-OF-RESOURCE in file \S*(?:/dstore|/pmix_client\.c)"),
+        "Open MPI could not create its session files: their folder is too small or full",
+        "set TMPDIR to a folder with more room",
+        stops=True,
+    ),
+    Pitfall(
+        "no-free-slots",
+        re.compile(r"MPI_ERR_SPAWN|All nodes which are allocated for this job are already filled"),
+        "dynamic processes have no free slots, as on SageMaker: the container's mpirun "
+        "gives every slot (--host algo-k:n) to a rank",
+        "start the processes you need as ranks",
+    ),
+)
+
+
 @dataclass
 class FailureScan:
-    """Reads a run's output as it goes and names the rank that failed, and why."""
+    """Reads a run's output as it goes and names the rank that failed, and why.
 
+    ``pitfalls``: known failures to look for (:data:`PITFALLS`); ``found`` lists
+    those seen, in the order they first appeared.
+    """
+
+    pitfalls: tuple[Pitfall, ...] = PITFALLS
+    found: list[Pitfall] = field(default_factory=list)
     exceptions: dict[int, str] = field(default_factory=dict)
     order: list[int] = field(default_factory=list)
     aborted_rank: int | None = None
@@ -124,9 +185,20 @@ class FailureScan:
         else:
             self.feed_untagged(line)
 
+    def _look_for_pitfalls(self, text: str) -> None:
+        for pitfall in self.pitfalls:
+            if pitfall not in self.found and pitfall.pattern.search(text):
+                self.found.append(pitfall)
+
+    @property
+    def stops(self) -> Pitfall | None:
+        """A pitfall seen after which the run cannot go on."""
+        return next((p for p in self.found if p.stops), None)
+
     def feed_untagged(self, text: str) -> None:
         """A line of mpirun's own (or the container toolkit's)."""
         text = text.rstrip("\n")
+        self._look_for_pitfalls(text)
         m = _ABORT_RE.search(text)
         if m and self.aborted_rank is None:
             self.aborted_rank = int(m["rank"])

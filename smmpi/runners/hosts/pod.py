@@ -21,11 +21,13 @@ the same way, so a SIGKILL of smmpi leaves nothing behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,7 +162,22 @@ def inner(spec: dict[str, Any]) -> int:
     while True:  # PID 1 reaps every orphan; the run ends with the command
         done, status = os.wait()
         if done == pid:
+            _let_survivors_record({h.pid for h in holders})
             return _status(status)
+
+
+def _let_survivors_record(holders: set[int], wait: float = 0.5) -> None:
+    """Processes that outlived the command (a rank that killed every other one, kill(-1))
+    get a moment to record it before PID 1's exit kills them; usually there are none."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        alive = {int(p) for p in os.listdir("/proc") if p.isdigit()}  # this pod's own /proc
+        if not alive - holders - {1}:
+            return
+        time.sleep(0.02)
 
 
 def outer(spec: dict[str, Any]) -> int:

@@ -114,28 +114,18 @@ def _user_frames(stack: str) -> str:
 
 
 def report_stacks(
-    reason: str, stacks: Mapping[int, str], shape: JobShape, progress: Progress
+    reason: str,
+    stacks: Mapping[int, str],
+    shape: JobShape,
+    progress: Progress,
+    notes: Mapping[int, str] | None = None,
 ) -> None:
-    """Every rank's Python stack (a run that timed out), each under its rank and host."""
+    """Every rank's Python stack (a run that timed out), each under its rank and host;
+    ``notes``: why a rank has none (from the run's records)."""
     progress(f"smmpi: {reason}; Python stack of every rank:")
     for rank in range(shape.world_size):
         host = host_of_rank(rank, shape.ppn, shape.instances)
         stack = stacks.get(rank)
         progress(f"--- rank {rank} ({host}) ---")
-        progress(
-            printable(_user_frames(stack))
-            if stack
-            else "(no stack: the rank had not started Python or had already exited)"
-        )
-
-
-def path_hint(environment: Mapping[str, str], code: int) -> str:
-    """Why mpirun exited 127 when the job's Environment sets PATH: the container's
-    processes start with it, so mpirun, orted or python may not be found (as on SageMaker)."""
-    if code != 127 or "PATH" not in environment:
-        return ""
-    return (
-        f": PATH={printable(environment['PATH'])!r} from the job's environment (--env) replaces "
-        "the container's PATH, and mpirun, orted or python is not on it "
-        "(leave PATH out of --env, or keep the image's folders in it)"
-    )
+        why = (notes or {}).get(rank, "the rank had not started Python or had already exited")
+        progress(printable(_user_frames(stack)) if stack else f"(no stack: {printable(why)})")

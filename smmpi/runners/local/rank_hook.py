@@ -1,13 +1,25 @@
-"""Every rank's ``sitecustomize``: arm a stack dump on SIGUSR1, record the rank's pid, and
-record the exception that ends the rank.
+"""Every rank's ``sitecustomize``: what the rank did, recorded by the rank itself.
 
 Local runs copy this file to ``<run dir>/.smmpi/site/sitecustomize.py``, first
-on every rank's PYTHONPATH, so a hung run can show each rank's Python stack,
-no rank can be missed at cleanup, and a failed run names the exception that
-reached the top of a rank's program (``rank-R.exc``: not a traceback the
-program caught and printed itself). It does nothing unless loaded as
-``sitecustomize`` (importing it from smmpi is harmless), and it then runs the
-next ``sitecustomize.py`` on ``sys.path``, as Python would have without it.
+on every rank's PYTHONPATH. In the rank (not in the processes it starts) it:
+- records the rank's pid (``rank-R.pid``), so no rank is missed at cleanup;
+- arms a stack dump on SIGUSR1 (``rank-R.stack``), so a hung run shows each
+  rank's Python stack;
+- records the exception that reached the top of the program (``rank-R.exc``:
+  not a traceback the program caught and printed itself);
+- records a call of ``MPI.Comm.Abort`` and its error code (``rank-R.abort``),
+  which the rank's exit code alone cannot tell from ``sys.exit`` or ``os._exit``,
+  and the code ``python -m mpi4py`` aborts with at exit for an uncaught
+  ``SystemExit`` or exception (``rank-R.status``);
+- records where the rank was when the process that started it (the rank
+  watcher) ended while the rank ran (``rank-R.orphan``): that process writes
+  no record when it is killed with SIGKILL;
+- in processes mode, refuses ``Spawn`` as SageMaker's Open MPI does: its mpirun
+  gives every slot to a rank, so dynamic processes have none.
+
+It does nothing unless loaded as ``sitecustomize`` (importing it from smmpi is
+harmless), and it then runs the next ``sitecustomize.py`` on ``sys.path``, as
+Python would have without it.
 """
 
 from __future__ import annotations
@@ -19,15 +31,17 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import IO, Any
 
-_stack_file: IO[str] | None = None  # kept open: faulthandler writes to it on SIGUSR1
+_files: list[IO[str]] = []  # kept open: faulthandler writes to them from a signal handler
+LAUNCHER_FD = "SMMPI_LAUNCHER_FD"  # the read end of a pipe only the rank watcher writes to
+NO_FREE_SLOTS = "SMMPI_NO_FREE_SLOTS"  # processes mode: Spawn is refused, as on SageMaker
+F_SETSIG = 10  # Linux fcntl: the signal sent when the file is ready (here: its writer is gone)
 
 
 def arm(stack_dir: str | None, rank: str | None) -> None:
-    """Record this rank's pid once and register the stack dump (a rank's children skip it)."""
-    global _stack_file
+    """Record this rank's pid once and arm its records (a rank's children skip it)."""
     if not stack_dir or rank is None:
         return
     try:
@@ -38,9 +52,40 @@ def arm(stack_dir: str | None, rank: str | None) -> None:
         return  # a child process of the rank: the rank itself is already armed
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)
-    _stack_file = open(os.path.join(stack_dir, f"rank-{rank}.stack"), "w")
-    faulthandler.register(signal.SIGUSR1, file=_stack_file, all_threads=True)
-    sys.excepthook = _recording(sys.excepthook, os.path.join(stack_dir, f"rank-{rank}.exc"))
+    base = os.path.join(stack_dir, f"rank-{rank}")
+    _dump_on(signal.SIGUSR1, base + ".stack")
+    _watch_launcher(os.environ.pop(LAUNCHER_FD, ""), base + ".orphan")
+    sys.excepthook = _recording(sys.excepthook, base + ".exc")
+    sys.meta_path.insert(0, _MPIFinder(base + ".abort", os.environ.get(NO_FREE_SLOTS) == "1"))
+
+
+def _dump_on(signum: int, path: str) -> None:
+    """On ``signum``, faulthandler writes every thread's stack to ``path`` (from C: at once,
+    even while the rank waits inside MPI)."""
+    f = open(path, "w")
+    _files.append(f)
+    faulthandler.register(signum, file=f, all_threads=True, chain=False)
+
+
+def orphan_signal() -> int:
+    return signal.SIGRTMAX - 3
+
+
+def _watch_launcher(fd_text: str, path: str) -> None:
+    """Have the kernel signal this rank when the watcher's end of the pipe closes."""
+    if not fd_text.isdigit():
+        return
+    import fcntl
+
+    fd = int(fd_text)
+    try:
+        os.set_inheritable(fd, False)  # the rank's own children do not hold it
+        _dump_on(orphan_signal(), path)
+        fcntl.fcntl(fd, F_SETSIG, orphan_signal())
+        fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+    except (OSError, ValueError, RuntimeError):
+        pass  # no record of an orphaned rank; nothing else changes
 
 
 def exception_line(kind: type[BaseException], value: BaseException) -> str:
@@ -52,6 +97,15 @@ def exception_line(kind: type[BaseException], value: BaseException) -> str:
     return (line.strip().splitlines() or [kind.__name__])[0]
 
 
+def _write(path: str, row: dict[str, Any]) -> None:
+    try:
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump({**row, "time": time.time()}, f)
+        os.replace(path + ".tmp", path)
+    except Exception:  # never let a record change what the program does
+        pass
+
+
 ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], Any]
 
 
@@ -60,14 +114,102 @@ def _recording(after: ExceptHook, path: str) -> ExceptHook:
 
     def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         try:
-            with open(path + ".tmp", "w", encoding="utf-8") as f:
-                json.dump({"text": exception_line(kind, value), "time": time.time()}, f)
-            os.replace(path + ".tmp", path)
+            _write(path, {"text": exception_line(kind, value)})
         except Exception:  # never let the record hide the traceback
             pass
         after(kind, value, tb)
 
     return hook
+
+
+class _MPIFinder:
+    """Patches ``mpi4py.MPI`` as it is imported (the rank's own import, whenever it comes)."""
+
+    def __init__(self, abort_path: str, no_free_slots: bool) -> None:
+        self.abort_path, self.no_free_slots = abort_path, no_free_slots
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "mpi4py.MPI":
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
+            if spec is not None and spec.loader is not None:
+                break
+        else:
+            return None
+        run = spec.loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            _patch(module, self.abort_path, self.no_free_slots)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _set_method(cls: type, name: str, function: Callable[..., Any]) -> None:
+    """Replace a method of an extension type (immutable to ``setattr``) in its own dict.
+
+    Done as the module is imported, before anything has looked the method up, so no
+    lookup cache holds the old one; ctypes (slow to import) tells the type only if some
+    other module has imported it already.
+    """
+    import gc
+
+    namespace = next(r for r in gc.get_referents(cls.__dict__) if isinstance(r, dict))
+    namespace[name] = function
+    ctypes = sys.modules.get("ctypes")
+    if ctypes is not None:
+        ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
+
+
+def _patch(mpi: Any, abort_path: str, no_free_slots: bool) -> None:
+    """Each patch on its own: an mpi4py without one of these names keeps the others."""
+    patches = [_record_exit_status, _record_abort] + ([_refuse_spawn] if no_free_slots else [])
+    for patch in patches:
+        try:
+            patch(mpi, abort_path)
+        except Exception:  # run it as it is
+            pass
+
+
+def _record_exit_status(mpi: Any, abort_path: str) -> None:
+    """``python -m mpi4py`` sets the code to abort with at exit (``sys.exit(N)``: N)."""
+    path = abort_path.removesuffix(".abort") + ".status"
+    set_status = mpi._set_abort_status
+
+    def _set_abort_status(status: Any) -> None:
+        _write(path, {"code": status if isinstance(status, int) else 1})
+        set_status(status)
+
+    mpi._set_abort_status = _set_abort_status
+
+
+def _record_abort(mpi: Any, abort_path: str) -> None:
+    abort = mpi.Comm.__dict__["Abort"]
+
+    def Abort(self: Any, errorcode: int = 0) -> None:  # mpi4py's name
+        _write(abort_path, {"code": int(errorcode)})
+        abort(self, errorcode)
+
+    Abort.__doc__ = abort.__doc__
+    _set_method(mpi.Comm, "Abort", Abort)
+
+
+def _refuse_spawn(mpi: Any, abort_path: str) -> None:
+    for name in ("Spawn", "Spawn_multiple"):
+        _set_method(mpi.Intracomm, name, _refused(mpi, name))
+
+
+def _refused(mpi: Any, name: str) -> Callable[..., Any]:
+    """What ``Spawn`` does in a SageMaker job: every slot holds a rank, Open MPI refuses."""
+
+    def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise mpi.Exception(mpi.ERR_SPAWN)
+
+    refuse.__name__ = refuse.__qualname__ = name
+    return refuse
 
 
 def chain(here: str) -> None:

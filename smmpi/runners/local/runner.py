@@ -14,6 +14,7 @@ from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.job import LocalJob, run_request
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
+from smmpi.runners.local.room import check_room, size_of
 from smmpi.runners.local.supervise import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -46,6 +47,8 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
     preflight()  # fail on a missing MPI before creating anything
     check_timeout(options.timeout)
     check_bounds(shape, Path(tempfile.gettempdir()) / "smmpi-run-xxxxxxxx")
+    code_bytes = size_of(path for path, _ in program.files())
+    check_room(Path(tempfile.gettempdir()), shape, mode, code_bytes)
     run_dir = Path(tempfile.mkdtemp(prefix="smmpi-run-"))
     try:
         with sigterm_interrupts():

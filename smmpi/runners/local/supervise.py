@@ -6,7 +6,8 @@ Supervision is what makes a local run cheaper than a SageMaker one:
   all; each rank runs under ``watch.py rank``, which records how it ended and
   kills what it left running;
 - the rank that failed first is named (rank, emulated host, and exception,
-  exit code or signal) from those records within seconds;
+  MPI_Abort, exit code or signal) from those records within seconds
+  (:mod:`.verdict`); a run that cannot go on is stopped, though mpirun hangs;
 - ``timeout`` prints every rank's Python stack (``faulthandler`` on SIGUSR1,
   armed by the rank hook the ranks load), then kills everything;
 - Ctrl-C or SIGTERM kills everything; no process outlives the run.
@@ -14,23 +15,20 @@ Supervision is what makes a local run cheaper than a SageMaker one:
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import math
-import os
-import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
 from smmpi.errors import BadInput
-from smmpi.mpi_output import FailureScan, printable
+from smmpi.mpi_output import printable
 from smmpi.runners.base import Progress, silent
-from smmpi.runners.local.exits import Blame, Ends
+from smmpi.runners.local.exits import Ends, read_ends
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
 from smmpi.runners.local.isolation import prepare
 from smmpi.runners.local.layout import (
@@ -39,127 +37,39 @@ from smmpi.runners.local.layout import (
     stack_dir,
 )
 from smmpi.runners.local.mpi import preflight
-from smmpi.runners.local.output import Output, path_hint, report_stacks
+from smmpi.runners.local.output import Output, report_stacks
+from smmpi.runners.local.room import free_bytes, full_line, needed
+from smmpi.runners.local.tree import Supervisor, sigterm_interrupts
+from smmpi.runners.local.verdict import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    Run,
+    RunResult,
+    blame,
+    failed,
+    lost_network,
+    stack_notes,
+    timed_out,
+)
 from smmpi.toolkit.failure import error_message
-from smmpi.toolkit.hosts import host_of_rank
 from smmpi.toolkit.shape import JobShape
 
-EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 124, 130
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TIMEOUT",
+    "RunResult",
+    "Supervisor",
+    "execute",
+    "sigterm_interrupts",
+]
 
-
-@dataclass
-class RunResult:
-    exit_code: int
-    status: str  # Completed | Failed | TimedOut | Interrupted
-    seconds: float
-    run_dir: Path
-    world_size: int
-    failed_rank: int | None = None
-    failed_host: str | None = None
-    reason: str | None = None
-    stacks: dict[int, str] = field(default_factory=dict)
-    returncode: int | None = None  # mpirun's
-    error_message: str = ""  # what the container's toolkit would keep of mpirun's output
-
-    @property
-    def failure_line(self) -> str | None:
-        if self.failed_rank is None:
-            return self.reason
-        return f"rank {self.failed_rank} ({self.failed_host}) failed: {self.reason}"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().split(") ", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return False
-        return True
-
-
-class Supervisor:
-    """Owns the mpirun process tree and makes sure none of it outlives the run."""
-
-    def __init__(
-        self,
-        proc: subprocess.Popen[bytes],
-        stack_dir: Path,
-        translate: Callable[[int], dict[int, int]] | None = None,
-    ) -> None:
-        self.proc, self.stack_dir, self.translate = proc, stack_dir, translate
-
-    def rank_pids(self) -> dict[int, int]:
-        pids: dict[int, int] = {}
-        for f in self.stack_dir.glob("rank-*.pid"):
-            with contextlib.suppress(ValueError, OSError):
-                pids[int(f.stem.split("-", 1)[1])] = int(f.read_text().strip())
-        if self.translate is not None:  # ranks recorded their pids inside a PID namespace
-            here = self.translate(self.proc.pid)
-            return {rank: here[pid] for rank, pid in pids.items() if pid in here}
-        return pids
-
-    def dump_stacks(self, wait: float = 2.0) -> dict[int, str]:
-        pids = self.rank_pids()
-        for pid in pids.values():
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGUSR1)
-
-        def read() -> dict[int, str]:
-            files = {r: self.stack_dir / f"rank-{r}.stack" for r in pids}
-            return {r: f.read_text(errors="replace") for r, f in files.items() if f.exists()}
-
-        deadline = time.monotonic() + wait
-        stacks = read()
-        while time.monotonic() < deadline and not all(stacks.get(r) for r in pids):
-            time.sleep(0.05)
-            stacks = read()
-        time.sleep(0.1)  # let the last frames of a dump in progress land
-        return read()
-
-    def kill_all(self, grace: float = 10.0) -> None:
-        """Ask the reaper to end the run (mpirun, ranks, their children); force it if it must."""
-        with contextlib.suppress(OSError):
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(OSError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        self.reap_ranks()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=grace)
-
-    def reap_ranks(self, grace: float = 2.0) -> None:
-        """Kill any rank that is still alive (a rank may have left mpirun's process group)."""
-        pids = [pid for pid in self.rank_pids().values() if _alive(pid)]
-        deadline = time.monotonic() + grace
-        while pids and time.monotonic() < deadline:
-            time.sleep(0.05)
-            pids = [pid for pid in pids if _alive(pid)]
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-
-
-@contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM ends the run as Ctrl-C does (in the main thread; elsewhere it cannot be caught)."""
-
-    def on_term(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, on_term)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+LINGER = 3.0  # seconds mpirun may take to end once the run cannot go on, before it is stopped
+POLL = 0.5  # seconds between looks at the run's records while mpirun runs
+SESSIONS = "OMPI_MCA_orte_tmpdir_base"  # where Open MPI writes its session files
 
 
 def _start(
@@ -196,57 +106,105 @@ def _pumps(
     return pumps
 
 
-def _wait(supervisor: Supervisor, result: RunResult, timeout: float | None, start: float) -> None:
-    """Wait for mpirun; at the deadline dump every rank's stack and kill everything."""
-    deadline = start + timeout if timeout else None
-    try:  # blocking: Ctrl-C and SIGTERM still interrupt it (KeyboardInterrupt)
-        supervisor.proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        result.stacks = supervisor.dump_stacks()
-        result.exit_code, result.status = EXIT_TIMEOUT, "TimedOut"
-        result.reason = f"timed out after {timeout:g} s"
-        supervisor.kill_all()
+def _stuck(supervisor: Supervisor, output: Output, world_size: int) -> str | None:
+    """Why the run cannot go on though mpirun has not ended (None: it may go on).
 
-
-def _blame(result: RunResult, ends: Ends, scan: FailureScan, shape: JobShape, code: int) -> None:
-    """A run mpirun ended non-zero: name the rank that failed first, its host and why.
-
-    From the ranks' own records first (:mod:`.exits`); from Open MPI's output
-    when a record is missing.
+    A failure Open MPI's output shows the run cannot survive, or every rank has
+    ended and one failed: mpirun then ends in a moment, unless it hangs (as it
+    does when ranks fail in ``MPI_Init``).
     """
-    result.exit_code, result.status = EXIT_FAILED, "Failed"
-    blame = ends.blame(scan.aborted_rank, scan.abort_code)
-    first = scan.failed_rank()
-    if blame is None and first is not None:
-        blame = Blame(first, scan.reason(first))
-    if blame is None:
-        result.reason = f"mpirun exited with code {code}" + path_hint(shape.environment, code)
-        return
-    reason = blame.reason
-    if blame.rank not in ends.exceptions and blame.rank in scan.exceptions:
-        reason = scan.exceptions[blame.rank]  # the program replaced sys.excepthook
-    result.failed_rank = blame.rank
-    result.failed_host = host_of_rank(blame.rank, shape.ppn, shape.instances)
-    result.reason = printable(reason)
+    pitfall = output.scan.stops
+    if pitfall is not None:
+        return pitfall.key
+    if sum(1 for _ in supervisor.stack_dir.glob("rank-*.exit")) < world_size:
+        return None  # (the records are read only once every rank has one)
+    if any(end.failed for end in read_ends(supervisor.stack_dir).values()):
+        return "every rank has ended"
+    return None
+
+
+def _wait(
+    supervisor: Supervisor,
+    result: RunResult,
+    timeout: float | None,
+    start: float,
+    output: Output,
+    run: Run,
+) -> None:
+    """Wait for mpirun; stop a run that cannot go on; at the deadline dump every rank's
+    stack, say where each rank was, and kill everything."""
+    deadline = start + timeout if timeout else None
+    stuck_since: float | None = None
+    while True:  # blocking waits: Ctrl-C and SIGTERM still interrupt them (KeyboardInterrupt)
+        now = time.monotonic()
+        step = POLL if deadline is None else max(0.0, min(POLL, deadline - now))
+        try:
+            supervisor.proc.wait(step)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            break
+        if _stuck(supervisor, output, run.shape.world_size) is None:
+            stuck_since = None
+        elif stuck_since is None:
+            stuck_since = now
+        elif now - stuck_since >= LINGER:
+            supervisor.kill_all()
+            return  # the verdict reads the records; mpirun's code is not the run's
+    result.stacks = supervisor.dump_stacks()
+    pids = supervisor.rank_pids()
+    result.exit_code, result.status = EXIT_TIMEOUT, "TimedOut"
+    result.reason = f"timed out after {timeout:g} s"
+    lost = lost_network(pids, run)
+    ends = Ends.read(supervisor.stack_dir)
+    result.notes = stack_notes(ends, run)
+    timed_out(result, ends, run, lost)
+    supervisor.kill_all()
 
 
 def _conclude(
-    result: RunResult, supervisor: Supervisor, output: Output, shape: JobShape, say: Progress
+    result: RunResult, supervisor: Supervisor, output: Output, run: Run, say: Progress
 ) -> None:
     """Say which stray processes were killed, and who failed and why."""
     ends = Ends.read(supervisor.stack_dir)
-    for line in ends.stray_lines(lambda r: host_of_rank(r, shape.ppn, shape.instances)):
+    for line in ends.stray_lines(run.host):
         say(f"smmpi: {printable(line)}")
     code = supervisor.proc.returncode
     result.returncode = code
     result.error_message = error_message(output.captures.values())
-    if result.exit_code == EXIT_OK and code != 0:
-        _blame(result, ends, output.scan, shape, code)
+    if result.exit_code == EXIT_OK and (failed(ends, code) or output.scan.stops):
+        blame(result, ends, output.scan, dataclasses.replace(run, code=code))
 
 
 def check_timeout(timeout: float | None) -> None:
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         raise BadInput("timeout", timeout, "a finite number of seconds > 0")
+
+
+def _mpirun_env(how_env: dict[str, str], shape: JobShape, run_dir: Path, mode: str) -> None:
+    """Processes mode: Open MPI's session files in the run's folder (removed with it, as in
+    isolated hosts), and no free slot for ``Spawn`` (mpirun oversubscribes here; the
+    container's does not)."""
+    if mode != "processes":
+        return
+    if SESSIONS not in how_env:
+        base = run_dir / ".smmpi" / "ompi"
+        base.mkdir(parents=True, exist_ok=True)
+        how_env[SESSIONS] = str(base)
+    if "oversubscribe" not in (shape.custom_mpi_options or ""):
+        how_env["SMMPI_NO_FREE_SLOTS"] = "1"
+
+
+def _no_room(shape: JobShape, run_dir: Path, mode: str) -> RunResult | None:
+    """A run folder without room for Open MPI's session files fails before it starts."""
+    free = free_bytes(run_dir)
+    if free is None or free >= needed(shape, mode):
+        return None
+    result = RunResult(EXIT_FAILED, "Failed", 0.0, run_dir, shape.world_size)
+    result.reason = full_line(run_dir, shape, mode, started=False)
+    return result
 
 
 def execute(
@@ -276,20 +234,26 @@ def execute(
     check_timeout(timeout)
     launcher = preflight(python)
     stdin_closed = stdin_closed or stdin_is_empty()
+    no_room = _no_room(shape, run_dir, mode)
+    if no_room is not None:
+        return no_room
     for note in (forwarding_note(shape), credentials_note(extra_env or {})):
         if note:
             progress(note)
     how = prepare(mode, shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed)
+    _mpirun_env(how.env, shape, run_dir, mode)
     output = Output(shape.world_size, log_dir, shape.ppn, shape.image)
-    start = time.monotonic()
+    start, started = time.monotonic(), time.time()
     proc = _start(how.argv, how.env, run_dir, shape.world_size, stdin_closed, remove_on_death)
     supervisor = Supervisor(proc, stack_dir(run_dir), how.translate)
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = RunResult(EXIT_OK, "Completed", 0.0, run_dir, shape.world_size)
+    sessions = Path(how.env.get(SESSIONS) or run_dir) if mode == "processes" else run_dir
+    run = Run(shape, mode, supervisor.stack_dir, run_dir, started, None, sessions)
     try:
         with sigterm_interrupts():
             try:
-                _wait(supervisor, result, timeout, start)
+                _wait(supervisor, result, timeout, start, output, run)
             except KeyboardInterrupt:
                 result.exit_code, result.status = EXIT_INTERRUPTED, "Interrupted"
                 result.reason = "interrupted; every rank was stopped"
@@ -300,12 +264,12 @@ def execute(
             t.join(timeout=5)
         output.close()
     result.seconds = time.monotonic() - start
-    _conclude(result, supervisor, output, shape, progress)
+    _conclude(result, supervisor, output, run, progress)
     if stdin_closed and (result.reason or "").startswith("EOFError"):
         progress(
             f"smmpi: rank {result.failed_rank} read its input: stdin is closed in SageMaker "
             "training jobs, and so here (pass input as a file, a channel or arguments)"
         )
     if result.stacks or result.status == "TimedOut":
-        report_stacks(result.reason or "", result.stacks, shape, progress)
+        report_stacks(result.reason or "", result.stacks, shape, progress, result.notes)
     return result

@@ -15,12 +15,13 @@
 ``python -I -S watch.py rank HOST_FILE -- COMMAND...``
   What mpirun starts in place of each rank. It sets its emulated host's
   variables from HOST_FILE (``NAME=value`` entries separated by NUL bytes), so
-  mpirun's command line carries no ``-x`` per host; starts the rank; writes
-  ``rank-R.exit`` (exit code or signal, and when) in ``$SMMPI_STACK_DIR`` when
-  it ends; and ends the same way, so mpirun sees what it would have seen.
-  Signals mpirun sends reach the rank through the process group they share; a
-  signal sent to this process alone is passed on. It imports nothing beyond
-  the interpreter's built-in modules: one starts for every rank.
+  mpirun's command line carries no ``-x`` per host; starts the rank, which
+  holds the read end of a pipe only this process writes to (if this process is
+  killed first, the rank's hook records it); writes ``rank-R.exit`` (exit code
+  or signal, and when) in ``$SMMPI_STACK_DIR`` when it ends; and ends the same
+  way, so mpirun sees what it would have seen. Signals mpirun sends reach the
+  rank through the process group they share; a signal sent to this process
+  alone is passed on. It imports only built-in modules: one starts per rank.
 
 Both exit as COMMAND did: the same code, or the same signal.
 """
@@ -45,6 +46,7 @@ STOP = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 FORWARD = (*STOP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 GRACE = 3.0  # seconds mpirun gets to stop its ranks before everything is killed
 POLL = 0.25  # seconds between the reaper's looks for strays
+LAUNCHER_FD = "SMMPI_LAUNCHER_FD"  # the rank's end of the pipe to its launcher (this process)
 
 
 def prctl(option: int, value: int) -> None:
@@ -53,12 +55,17 @@ def prctl(option: int, value: int) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
-def start(argv: list[str], parent: int, dies_with_parent: bool) -> int:
-    """Fork and exec ``argv`` with default signals (and killed if ``parent`` dies first)."""
+def start(argv: list[str], parent: int, dies_with_parent: bool, keep: int = -1) -> int:
+    """Fork and exec ``argv`` with default signals (and killed if ``parent`` dies first).
+
+    ``keep``: a file descriptor the child keeps open across exec.
+    """
     pid = os.fork()
     if pid:
         return pid
     try:
+        if keep >= 0:
+            os.set_inheritable(keep, True)
         for sig in FORWARD:
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
@@ -118,7 +125,11 @@ def rank_main(host_file: str, command: list[str]) -> None:
             name, eq, value = entry.partition(b"=")
             if eq:
                 os.environb[name] = value
-    child = start(command, os.getpid(), dies_with_parent=False)
+    read_end, _write_end = os.pipe()  # the write end closes when this process ends
+    os.environ[LAUNCHER_FD] = str(read_end)
+    child = start(command, os.getpid(), dies_with_parent=False, keep=read_end)
+    os.close(read_end)
+    del os.environ[LAUNCHER_FD]
     for forwarded in FORWARD:
         signal.signal(forwarded, forwarder(child))
     _, status = os.waitpid(child, 0)

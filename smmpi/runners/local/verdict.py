@@ -1,0 +1,185 @@
+"""How a local run ended, in one line: who failed and why, from the run's own records.
+
+The same classification in both modes (:mod:`.exits`): an exception, a call of
+``MPI_Abort`` (``MPI_Abort(0)`` too: the others were killed), an exit code, a
+signal, or a rank whose launcher was killed under it. Open MPI's text is read
+only where no record exists, and for known failures (``FailureScan.found``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from smmpi.mpi_output import FailureScan, Pitfall, printable
+from smmpi.runners.local.exits import Blame, Ends, signal_text
+from smmpi.runners.local.room import full_line
+from smmpi.toolkit.hosts import host_of_rank
+from smmpi.toolkit.shape import JobShape
+
+EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 124, 130
+
+
+@dataclass
+class RunResult:
+    exit_code: int
+    status: str  # Completed | Failed | TimedOut | Interrupted
+    seconds: float
+    run_dir: Path
+    world_size: int
+    failed_rank: int | None = None
+    failed_host: str | None = None
+    reason: str | None = None
+    stacks: dict[int, str] = field(default_factory=dict)
+    phrase: str | None = None  # after "rank R (algo-k)": "failed: ..." or "called MPI_Abort(0)"
+    notes: dict[int, str] = field(default_factory=dict)  # why a rank has no stack
+    returncode: int | None = None  # mpirun's
+    error_message: str = ""  # what the container's toolkit would keep of mpirun's output
+
+    @property
+    def failure_line(self) -> str | None:
+        if self.failed_rank is None:
+            return self.reason
+        phrase = self.phrase or f"failed: {self.reason}"
+        return f"rank {self.failed_rank} ({self.failed_host}) {phrase}"
+
+
+@dataclass(frozen=True)
+class Run:
+    """What the verdict reads besides the records: the job, the mode and mpirun's end."""
+
+    shape: JobShape
+    mode: str
+    record_dir: Path
+    run_dir: Path
+    started: float  # time.time() at the start
+    code: int | None  # how the launched process ended (None: killed by smmpi)
+    sessions: Path | None = None  # where Open MPI writes its session files (the run dir's)
+
+    def host(self, rank: int) -> str:
+        return host_of_rank(rank, self.shape.ppn, self.shape.instances)
+
+
+def _killed_everything(ends: Ends, blame: Blame, run: Run) -> str | None:
+    """The phrase for a rank that outlived every other process of the run (kill(-1))."""
+    killed = run.code in (128 + signal.SIGKILL, -signal.SIGKILL)
+    if not killed or blame.rank not in ends.orphans or ends.ends:
+        return None
+    where = ends.orphans[blame.rank].where
+    at = f" (it was at {where})" if where else ""
+    return (
+        f"outlived every other process of the run: all of them, mpirun included, were killed "
+        f"by signal {signal_text(signal.SIGKILL)} while it ran{at}, as kill(-1) from a rank does"
+    )
+
+
+def _pitfall_note(pitfall: Pitfall, run: Run) -> str:
+    if pitfall.key == "no-room":
+        return full_line(run.sessions or run.run_dir, run.shape, run.mode)
+    return pitfall.note
+
+
+def _replaced_excepthook(ends: Ends, scan: FailureScan, rank: int) -> bool:
+    """The rank printed a traceback and ended with an exit code, but recorded no exception:
+    the program replaced ``sys.excepthook`` (the traceback is the program's last word)."""
+    end = ends.ends.get(rank)
+    recorded = rank in ends.exceptions or rank in ends.aborts
+    return not recorded and rank in scan.exceptions and end is not None and end.signal is None
+
+
+def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
+    """A run that failed: name the rank that failed first, its host and why."""
+    result.exit_code, result.status = EXIT_FAILED, "Failed"
+    room = next((p for p in scan.found if p.key == "no-room"), None)
+    if room is not None:  # the ranks' records say only "exit code 1": say why
+        result.reason = _pitfall_note(room, run)
+        return
+    found = ends.blame(scan.signalled)
+    if found is None:  # no record: a rank that never started, or one mpirun started itself
+        first = scan.failed_rank()
+        if first is not None:
+            found = Blame(first, f"failed: {scan.reason(first)}")
+    if found is None:
+        result.reason = f"mpirun exited with code {run.code}" + path_hint(
+            run.shape.environment, run.code
+        )
+        return
+    phrase = _killed_everything(ends, found, run) or found.phrase
+    if _replaced_excepthook(ends, scan, found.rank):
+        phrase = f"failed: {scan.exceptions[found.rank]}"
+    if scan.found:
+        phrase += f" ({_pitfall_note(scan.found[0], run)})"
+    result.failed_rank, result.failed_host = found.rank, run.host(found.rank)
+    result.phrase = printable(phrase)
+    result.reason = printable(phrase.removeprefix("failed: "))
+
+
+def failed(ends: Ends, code: int | None) -> bool:
+    """mpirun ended non-zero, or a rank called MPI_Abort(0) (mpirun then ends with 0)."""
+    return code != 0 or ends.aborted_zero is not None
+
+
+def timed_out(result: RunResult, ends: Ends, run: Run, lost: list[str]) -> None:
+    """Add to a timeout what the records tell: a rank that failed, hosts that lost eth0."""
+    first = ends.blame()
+    parts = [result.reason or ""]
+    event = ends.event(first.rank) if first is not None else None
+    if first is not None and event is not None:
+        verb, colon, why = first.phrase.partition(":")
+        when = f"{verb} {event.time - run.started:.1f} s in{colon}{why}"
+        parts.append(
+            f"rank {first.rank} ({run.host(first.rank)}) had {when}, and the run did not end"
+        )
+    parts += [f"{host} lost its network (eth0 has no route)" for host in lost]
+    result.reason = "; ".join(p for p in parts if p)
+
+
+def stack_notes(ends: Ends, run: Run) -> dict[int, str]:
+    """Why a rank shows no stack at a timeout, from its records."""
+    notes: dict[int, str] = {}
+    for rank in range(run.shape.world_size):
+        event = ends.event(rank)
+        when = f"{event.time - run.started:.1f} s in" if event is not None else ""
+        if event is not None and rank in ends.orphans and rank not in ends.ends:
+            notes[rank] = f"the process that started it was killed {when}, and the rank did "
+            notes[rank] += "not answer SIGUSR1 in time"
+        elif event is not None:
+            notes[rank] = f"the rank had ended {when}: {event.phrase.removeprefix('failed: ')}"
+        elif rank in ends.ends:
+            notes[rank] = "the rank had ended normally (exit code 0)"
+        elif rank not in ends.pids:
+            notes[rank] = "the rank had not started Python"
+        else:
+            notes[rank] = "the rank did not answer SIGUSR1 in time (it may block signals)"
+    return notes
+
+
+def lost_network(pids: Mapping[int, int], run: Run) -> list[str]:
+    """Emulated hosts (isolated mode) whose eth0 has no route, seen from a live rank there."""
+    if run.mode != "hosts":
+        return []
+    lost: list[str] = []
+    for host in run.shape.hosts:
+        ranks = [r for r in pids if run.host(r) == host]
+        for rank in ranks:
+            with contextlib.suppress(OSError):
+                table = Path(f"/proc/{pids[rank]}/net/route").read_text()
+                if not any(line.split()[:1] == ["eth0"] for line in table.splitlines()):
+                    lost.append(host)
+                break
+    return lost
+
+
+def path_hint(environment: Mapping[str, str], code: int | None) -> str:
+    """Why mpirun exited 127 when the job's Environment sets PATH: the container's
+    processes start with it, so mpirun, orted or python may not be found (as on SageMaker)."""
+    if code != 127 or "PATH" not in environment:
+        return ""
+    return (
+        f": PATH={printable(environment['PATH'])!r} from the job's environment (--env) replaces "
+        "the container's PATH, and mpirun, orted or python is not on it "
+        "(leave PATH out of --env, or keep the image's folders in it)"
+    )
