@@ -125,14 +125,24 @@ def program_failure(hosts_dir: Path, runner_line: str | None) -> str | None:
     return None
 
 
-def failure_reason(request: dict[str, Any], exit_code: int, line: str | None) -> str:
-    """The toolkit's text for a failed user script, then smmpi's line naming rank and host."""
+def failure_reason(
+    request: dict[str, Any], exit_code: int, line: str | None, message: str | None = None
+) -> str:
+    """The toolkit's text for a failed user script, then smmpi's line naming rank and host.
+
+    The container command is shortened (``...``) so that the whole fits SageMaker's 1024
+    characters with smmpi's line whole.
+    """
     try:
         command = shlex.join(container_mpirun(request))
     except (KeyError, ValueError, TypeError):
         command = "mpirun"
-    toolkit = (
-        f'AlgorithmError: ExecuteUserScriptError:\nExitCode {exit_code}\nErrorMessage ""\n'
-        f'Command "{command}", exit code: {exit_code}'
+    head = (
+        f"AlgorithmError: ExecuteUserScriptError:\nExitCode {exit_code}\n"
+        f'ErrorMessage "{(message or "")[:300]}"\nCommand "'
     )
-    return f"{toolkit}\nsmmpi: {line}" if line else toolkit
+    tail = f'", exit code: {exit_code}' + (f"\nsmmpi: {line}"[:400] if line else "")
+    room = FAILURE_CHARS - len(head) - len(tail)
+    if len(command) > room:
+        command = command[: max(0, room - 3)] + "..."
+    return head + command + tail

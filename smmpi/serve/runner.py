@@ -264,7 +264,8 @@ class JobRunner:
         running: Running,
     ) -> None:
         hosts_dir = self.runs / name / "hosts"
-        self.store.transition(name, "Uploading")
+        if not running.stop.is_set():  # a stopped job uploads while it shows Stopping
+            self.store.transition(name, "Uploading")
         fields: dict[str, Any] = {}
         try:
             model = platform.upload(request, name, hosts_dir, self.s3, work)
@@ -290,7 +291,9 @@ def _reason(request: dict[str, Any], result: dict[str, Any], hosts_dir: Path) ->
         reason = f"ClientError: {result.get('line')}"
     else:
         reason = platform.program_failure(hosts_dir, result.get("line")) or (
-            platform.failure_reason(request, int(result.get("exit_code") or 1), result.get("line"))
+            platform.failure_reason(
+                request, int(result.get("exit_code") or 1), result.get("line"), result.get("reason")
+            )
         )
     return reason[: platform.FAILURE_CHARS]
 

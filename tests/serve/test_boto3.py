@@ -1,0 +1,222 @@
+"""boto3 against a real ``smmpi serve``: requests from ``submit --dry-run --json`` run for real."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import time
+from datetime import timedelta
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.serve.serving import (
+    ServeProcess,
+    demo_source,
+    dry_run_request,
+    log_lines,
+    put_source,
+    script_source,
+    wait_end,
+)
+
+pytestmark = pytest.mark.aws
+
+
+def test_a_dry_run_request_runs_logs_per_rank_and_uploads_its_model(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    request = dry_run_request(serve.env, job_name, bucket, "--instances", "2", "--ppn", "2")
+    put_source(serve, request, demo_source())
+    arn = serve.client("sagemaker").create_training_job(**request)["TrainingJobArn"]
+    assert arn.endswith(f":training-job/{job_name.lower()}")
+    desc = wait_end(serve, job_name)
+    assert desc["TrainingJobStatus"] == "Completed", desc.get("FailureReason")
+    steps = [t["Status"] for t in desc["SecondaryStatusTransitions"]]
+    assert steps == ["Starting", "Downloading", "Training", "Uploading", "Completed"]
+    assert desc["SecondaryStatusTransitions"][0]["StatusMessage"] == (
+        "Preparing the instances for training"
+    )
+    assert desc["TrainingStartTime"] <= desc["TrainingEndTime"]
+    assert desc["BillableTimeInSeconds"] >= 1
+    assert desc["HyperParameters"] == request["HyperParameters"]
+    assert desc["ResourceConfig"] == request["ResourceConfig"]
+    model = desc["ModelArtifacts"]["S3ModelArtifacts"]
+    assert model == f"s3://{bucket}/{job_name}/output/model.tar.gz"
+    keys = {o["Key"] for o in serve.client("s3").list_objects_v2(Bucket=bucket)["Contents"]}
+    assert {f"{job_name}/output/model.tar.gz", f"{job_name}/output/output.tar.gz"} <= keys
+    streams = log_lines(serve, job_name)
+    assert sorted(s.rsplit("-", 1)[0] for s in streams) == [
+        f"{job_name}/algo-1",
+        f"{job_name}/algo-2",
+    ]
+    algo1 = next(lines for s, lines in streams.items() if "/algo-1-" in s)
+    for rank, host in ((0, 1), (1, 1), (2, 2), (3, 2)):
+        assert any(f"rank {rank} (algo-{host})" in line for line in algo1), algo1
+    assert any(line.startswith("[1,mpirank:0,algo-1]<stdout>:") for line in algo1)
+
+
+FAILING = """
+import os, sys
+from mpi4py import MPI
+rank = MPI.COMM_WORLD.Get_rank()
+print(f"rank {rank} says hello", flush=True)
+if rank == 1:
+    raise ValueError("rank one gives up")
+MPI.COMM_WORLD.Barrier()
+"""
+
+WRITES_FAILURE = """
+from mpi4py import MPI
+if MPI.COMM_WORLD.Get_rank() == 0:
+    with open("/opt/ml/output/failure", "w") as f:
+        f.write("my own reason: " + "x" * 2000)
+    raise SystemExit(3)
+MPI.COMM_WORLD.Barrier()
+"""
+
+
+def _script_job(serve: ServeProcess, bucket: str, name: str, text: str, *args: str) -> None:
+    request = dry_run_request(serve.env, name, bucket, "--instances", "2", "--ppn", "1", *args)
+    request["HyperParameters"]["sagemaker_program"] = json.dumps("train.py")
+    put_source(serve, request, script_source(text))
+    serve.client("sagemaker").create_training_job(**request)
+
+
+def test_a_failing_rank_is_the_failure_reason(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    _script_job(serve, bucket, job_name, FAILING)
+    desc = wait_end(serve, job_name)
+    assert desc["TrainingJobStatus"] == "Failed"
+    assert desc["SecondaryStatus"] == "Failed"
+    reason = desc["FailureReason"]
+    assert reason.startswith("AlgorithmError: ExecuteUserScriptError:\nExitCode 1\n"), reason
+    assert "mpirun --host algo-1,algo-2 -np 2" in reason
+    assert "smmpi: rank 1 (algo-2) failed: ValueError: rank one gives up" in reason
+    assert len(reason) <= 1024
+    lines = [line for ls in log_lines(serve, job_name).values() for line in ls]
+    assert any("rank 1 says hello" in line for line in lines)
+
+
+def test_a_programs_own_failure_file_is_the_reason(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    _script_job(serve, bucket, job_name, WRITES_FAILURE)
+    desc = wait_end(serve, job_name)
+    assert desc["TrainingJobStatus"] == "Failed"
+    assert desc["FailureReason"] == ("my own reason: " + "x" * 2000)[:1024]
+
+
+SLEEPER = """
+import time, os
+from mpi4py import MPI
+os.makedirs("/opt/ml/model", exist_ok=True)
+open(f"/opt/ml/model/rank-{MPI.COMM_WORLD.Get_rank()}.txt", "w").write("partial")
+print("sleeping", flush=True)
+time.sleep(600)
+"""
+
+
+def test_stop_training_job_stops_it_and_still_uploads_the_model(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    _script_job(serve, bucket, job_name, SLEEPER)
+    sm = serve.client("sagemaker")
+    deadline = time.monotonic() + 120
+    while not any("sleeping" in line for ls in log_lines(serve, job_name).values() for line in ls):
+        assert time.monotonic() < deadline, "the job never printed"
+        time.sleep(0.2)
+    sm.stop_training_job(TrainingJobName=job_name)
+    assert sm.describe_training_job(TrainingJobName=job_name)["TrainingJobStatus"] in (
+        "Stopping",
+        "Stopped",
+    )
+    sm.get_waiter("training_job_completed_or_stopped").wait(
+        TrainingJobName=job_name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
+    )
+    desc = sm.describe_training_job(TrainingJobName=job_name)
+    assert desc["TrainingJobStatus"] == "Stopped"
+    assert [t["Status"] for t in desc["SecondaryStatusTransitions"]][-2:] == ["Stopping", "Stopped"]
+    body = serve.client("s3").get_object(Bucket=bucket, Key=f"{job_name}/output/model.tar.gz")
+    with tarfile.open(fileobj=io.BytesIO(body["Body"].read())) as tar:
+        assert sorted(tar.getnames()) == ["rank-0.txt", "rank-1.txt"]
+    with pytest.raises(ClientError) as err:
+        sm.stop_training_job(TrainingJobName=job_name)
+    assert err.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_max_runtime_stops_the_job_as_max_runtime_exceeded(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    _script_job(serve, bucket, job_name, SLEEPER, "--max-run", "3")
+    desc = wait_end(serve, job_name)
+    assert desc["TrainingJobStatus"] == "Stopped"
+    assert desc["SecondaryStatus"] == "MaxRuntimeExceeded"
+
+
+def test_what_cannot_run_here_fails_at_once_saying_so(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    request = dry_run_request(serve.env, job_name, bucket)
+    request["AlgorithmSpecification"]["TrainingInputMode"] = "Pipe"
+    serve.client("sagemaker").create_training_job(**request)
+    desc = wait_end(serve, job_name, timeout=10)
+    assert desc["TrainingJobStatus"] == "Failed"
+    assert desc["FailureReason"] == "smmpi serve runs File input mode only, not Pipe"
+
+
+def test_names_are_unique_and_unknown_jobs_are_not_found(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    sm = serve.client("sagemaker")
+    request = dry_run_request(serve.env, job_name, bucket)
+    request["AlgorithmSpecification"]["TrainingImage"] = "123.dkr.ecr.us-west-2.amazonaws.com/x:1"
+    sm.create_training_job(**request)
+    with pytest.raises(ClientError) as err:
+        sm.create_training_job(**request)
+    assert err.value.response["Error"]["Code"] == "ResourceInUse"
+    for call in (sm.describe_training_job, sm.stop_training_job):
+        with pytest.raises(ClientError) as err:
+            call(TrainingJobName=f"{job_name}-nope")
+        assert err.value.response["Error"] == {
+            "Code": "ValidationException",
+            "Message": "Requested resource not found",
+        }
+    assert "TensorFlow and PyTorch" in wait_end(serve, job_name, 10)["FailureReason"]
+
+
+def test_list_filters_sorts_pages_and_tags(serve: ServeProcess, bucket: str, job_name: str) -> None:
+    sm = serve.client("sagemaker")
+    names = [f"{job_name}-l{i}" for i in range(5)]
+    for name in names:
+        request = dry_run_request(serve.env, name, bucket)
+        request["AlgorithmSpecification"]["TrainingInputMode"] = "FastFile"
+        sm.create_training_job(**request)
+    pages = sm.get_paginator("list_training_jobs").paginate(
+        NameContains=job_name,
+        SortBy="Name",
+        SortOrder="Descending",
+        PaginationConfig={"PageSize": 2},
+    )
+    listed = [s["TrainingJobName"] for page in pages for s in page["TrainingJobSummaries"]]
+    assert listed == sorted(names, reverse=True)
+    first = sm.describe_training_job(TrainingJobName=names[0])
+    created = first["CreationTime"]
+
+    def listed_with(**filters: object) -> list[str]:
+        page = sm.list_training_jobs(NameContains=job_name, MaxResults=100, **filters)
+        return sorted(s["TrainingJobName"] for s in page["TrainingJobSummaries"])
+
+    assert listed_with(CreationTimeAfter=created - timedelta(seconds=2)) == names
+    assert listed_with(CreationTimeBefore=created - timedelta(seconds=2)) == []
+    assert listed_with(LastModifiedTimeAfter=created + timedelta(hours=1)) == []
+    assert listed_with(LastModifiedTimeBefore=created + timedelta(hours=1)) == names
+    failed = sm.list_training_jobs(NameContains=job_name, StatusEquals="Completed")
+    assert failed["TrainingJobSummaries"] == []
+    arn = first["TrainingJobArn"]
+    sm.add_tags(ResourceArn=arn, Tags=[{"Key": "team", "Value": "mpi"}])
+    assert {"Key": "team", "Value": "mpi"} in sm.list_tags(ResourceArn=arn)["Tags"]
+    sm.delete_tags(ResourceArn=arn, TagKeys=["team"])
+    assert {"Key": "team", "Value": "mpi"} not in sm.list_tags(ResourceArn=arn)["Tags"]
