@@ -16,8 +16,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _exports(env: dict[str, str]) -> list[str]:
-    names = ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-    return [f"export {name}={env[name]}" for name in names]
+    return [f"export {name}={value}" for name, value in env.items()]
 
 
 def _print_env(server: Any, wait: float = 30.0) -> None:

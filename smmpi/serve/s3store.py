@@ -91,6 +91,11 @@ class S3Store:
             k for k, v in found.keys.items() if k.startswith(prefix) and hasattr(v, "value")
         )
 
+    def ensure_bucket(self, bucket: str, region: str) -> None:
+        if bucket not in _backend().buckets:
+            _backend().create_bucket(bucket, region)
+            self.sync()
+
     def put(self, bucket: str, key: str, data: bytes) -> None:
         _backend().put_object(bucket, key, data)
         self.sync()

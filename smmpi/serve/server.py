@@ -16,13 +16,14 @@ from types import TracebackType
 from typing import Any
 
 from smmpi.serve.app import App
-from smmpi.serve.jobs import JobStore
+from smmpi.serve.jobs import ACCOUNT, JobStore
 from smmpi.serve.logs import JobLogs
 from smmpi.serve.runner import JobRunner
 from smmpi.serve.s3store import S3Store
-from smmpi.serve.state import Keys, load_keys, state_folder
+from smmpi.serve.state import Keys, load_keys, state_folder, write_json
 
 DEFAULT_REGION = "us-west-2"
+SDK_CONFIG = "sagemaker-config.yaml"
 
 
 def _fresh_moto() -> None:
@@ -60,15 +61,28 @@ class Server:
         return f"http://{host}:{self.port}"
 
     @property
+    def default_bucket(self) -> str:
+        """The bucket the SDK's ``Session().default_bucket()`` names (serve creates it)."""
+        return f"sagemaker-{self.region}-{ACCOUNT}"
+
+    @property
     def env(self) -> dict[str, str]:
-        """The variables a client needs: endpoint, region and serve's key pair."""
+        """The variables a client needs: endpoint, region, serve's key pair, and the SDK's
+        config (its default bucket, telemetry off: the SDK would ask AWS's own STS for both)."""
         return {
             "AWS_ENDPOINT_URL": self.url,
             "AWS_REGION": self.region,
             "AWS_DEFAULT_REGION": self.region,
             "AWS_ACCESS_KEY_ID": self.keys.access_key,
             "AWS_SECRET_ACCESS_KEY": self.keys.secret_key,
+            "SAGEMAKER_USER_CONFIG_OVERRIDE": str(self.root / SDK_CONFIG),
         }
+
+    def _sdk_config(self) -> None:
+        modules = {"Session": {"DefaultS3Bucket": self.default_bucket}, "TelemetryOptOut": True}
+        config = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": modules}}}
+        write_json(self.root / SDK_CONFIG, config)  # JSON is YAML
+        self.s3.ensure_bucket(self.default_bucket, self.region)
 
     def start(self) -> Server:
         from moto.moto_server.werkzeug_app import MotoRequestHandler
@@ -77,6 +91,7 @@ class Server:
         _fresh_moto()
         self.s3 = S3Store(self.root)
         self.s3.restore()
+        self._sdk_config()
         self.logs = JobLogs(self.root)
         self.logs.restore()
         self.store = JobStore(self.root)
