@@ -144,7 +144,7 @@ class App:
             )
         try:
             params = json.loads(body or b"{}")
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise ApiError("SerializationException", "The request body is not valid JSON") from None
         answer = operations.call(self.jobs, target, params, region)
         data = json.dumps(answer, default=str).encode()

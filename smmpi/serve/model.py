@@ -47,7 +47,7 @@ def _constraint(value: Any, shape: Any) -> str | None:
         if shape.enum and value not in shape.enum:
             return f"Member must satisfy enum value set: [{', '.join(shape.enum)}]"
         compiled = _pattern(meta["pattern"]) if "pattern" in meta else None
-        if compiled is not None and compiled.search(value) is None:
+        if compiled is not None and compiled.fullmatch(value) is None:
             return f"Member must satisfy regular expression pattern: {meta['pattern']}"
     elif shape.type_name in ("integer", "long", "float", "double"):
         if isinstance(value, (int, float)) and "max" in meta and value > meta["max"]:

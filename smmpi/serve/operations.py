@@ -32,7 +32,35 @@ class Jobs(Protocol):
 Operation = Callable[[Jobs, dict[str, Any], str], dict[str, Any]]
 
 
+def _null(field: str) -> ApiError:
+    return validation(
+        f"1 validation error detected: Value null at '{field}' failed to satisfy constraint: "
+        "Member must not be null"
+    )
+
+
+def _runnable(params: dict[str, Any]) -> None:
+    """What a training job needs beyond the model's minimum (which also serves training plans)."""
+    if "AlgorithmSpecification" not in params:
+        raise _null("algorithmSpecification")
+    resources = params.get("ResourceConfig")
+    if resources is None:
+        raise _null("resourceConfig")
+    if "InstanceGroups" not in resources:
+        if "InstanceType" not in resources:
+            raise _null("resourceConfig.instanceType")
+        if int(resources.get("InstanceCount", 0)) < 1:
+            raise validation(
+                f"1 validation error detected: Value '{resources.get('InstanceCount')}' at "
+                "'resourceConfig.instanceCount' failed to satisfy constraint: "
+                "Member must have value greater than or equal to 1"
+            )
+    if int(resources.get("VolumeSizeInGB", 30)) < 1:
+        raise validation("ResourceConfig.VolumeSizeInGB must be at least 1")
+
+
 def create(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]:
+    _runnable(params)
     record = jobs.store.create(params, region)
     jobs.start(record["TrainingJobName"])
     return {"TrainingJobArn": record["TrainingJobArn"]}

@@ -64,7 +64,7 @@ class ServeProcess:
     def client(self, service: str, **keys: str) -> Any:
         import boto3
 
-        return boto3.client(
+        return boto3.client(  # type: ignore[call-overload]
             service,
             endpoint_url=self.url,
             region_name=REGION,

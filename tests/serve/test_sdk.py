@@ -1,4 +1,4 @@
-"""The SageMaker SDK v2, used as its documentation shows, trains for real against ``smmpi serve``."""
+"""The SageMaker SDK v2, used as its documentation shows, trains for real against serve."""
 
 from __future__ import annotations
 
