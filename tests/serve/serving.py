@@ -124,7 +124,7 @@ def dry_run_request(env: dict[str, str], name: str, bucket: str, *args: str) -> 
     """The request ``smmpi submit --dry-run --json`` builds (what ``submit`` would send),
     for job ``name`` and ``bucket`` (one dry run per set of flags, renamed for each job)."""
     if "--instances" not in args:
-        args = ("--instances", "1", "--ppn", "1", *args)
+        args = ("--instances", "1", "--ppn", "2", *args)
     text = _dry_run(env["HOME"], tuple(args))
     request: dict[str, Any] = json.loads(
         text.replace(_TEMPLATE_NAME, name).replace(_TEMPLATE_BUCKET, bucket)
