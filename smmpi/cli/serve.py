@@ -20,18 +20,13 @@ def _exports(env: dict[str, str]) -> list[str]:
 
 
 def _print_env(server: Any, wait: float = 30.0) -> None:
-    """The export lines for a serve already started on this port (waits for it to listen)."""
-    import socket
-
+    """The export lines of the serve running on this state folder (waits for it to start)."""
     deadline = time.monotonic() + wait
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", server.port), timeout=1):
-                break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise BadInput("--port", server.port, "the port of a running smmpi serve") from None
-            time.sleep(0.1)
+    while (url := server.running_url()) is None:
+        if time.monotonic() > deadline:
+            raise BadInput("--state", str(server.root), "the state folder of a running smmpi serve")
+        time.sleep(0.1)
+    server.use_url(url)
     for line in _exports(server.env):
         click.echo(line)
 
@@ -55,7 +50,12 @@ def _stop_on_sigterm() -> None:
     default=None,
     help="How jobs emulate instances [default: $SMMPI_ISOLATION, else auto].",
 )
-@click.option("--env", "env_only", is_flag=True, help="Only print the export lines and exit.")
+@click.option(
+    "--env",
+    "env_only",
+    is_flag=True,
+    help="Print the export lines of the serve running on --state, and exit.",
+)
 def serve_cmd(
     port: int, bind: str, state: str | None, parallel: int, isolation: str | None, env_only: bool
 ) -> None:

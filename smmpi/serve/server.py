@@ -9,6 +9,7 @@ ends ``Stopped``), then saves S3's state.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -20,10 +21,11 @@ from smmpi.serve.jobs import ACCOUNT, JobStore
 from smmpi.serve.logs import JobLogs
 from smmpi.serve.runner import JobRunner
 from smmpi.serve.s3store import S3Store
-from smmpi.serve.state import Keys, load_keys, state_folder, write_json
+from smmpi.serve.state import Keys, load_keys, read_json, state_folder, write_json
 
 DEFAULT_REGION = "us-west-2"
 SDK_CONFIG = "sagemaker-config.yaml"
+RUNNING = "server.json"  # the running serve's address, for `smmpi serve --env`
 
 
 def _fresh_moto() -> None:
@@ -53,10 +55,29 @@ class Server:
         self.event = event or (lambda line: None)
         self.keys: Keys = load_keys(self.root)
         self._httpd: Any = None
+        self._url: str | None = None
         self._thread: threading.Thread | None = None
+
+    def running_url(self) -> str | None:
+        """The address of the serve running on this state folder, if one is."""
+        path = self.root / RUNNING
+        if not path.is_file():
+            return None
+        data = read_json(path)
+        try:
+            os.kill(int(data["pid"]), 0)
+        except (OSError, ValueError):
+            return None
+        return str(data["url"])
+
+    def use_url(self, url: str) -> None:
+        """Speak of another process's serve on this state folder (``smmpi serve --env``)."""
+        self._url = url
 
     @property
     def url(self) -> str:
+        if self._url:
+            return self._url
         host = "127.0.0.1" if self.bind in ("0.0.0.0", "") else self.bind
         return f"http://{host}:{self.port}"
 
@@ -112,6 +133,7 @@ class Server:
         self.port = self._httpd.server_port
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
+        write_json(self.root / RUNNING, {"url": self.url, "pid": os.getpid()})
         return self
 
     def _written(self, service: str) -> None:
@@ -122,6 +144,7 @@ class Server:
         """Stop every job (artifacts still uploaded), stop listening, save S3."""
         if self._httpd is None:
             return
+        (self.root / RUNNING).unlink(missing_ok=True)
         self.runner.shutdown()
         self._httpd.shutdown()
         self._httpd.server_close()
