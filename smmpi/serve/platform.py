@@ -68,7 +68,7 @@ def _channel_problem(channel: dict[str, Any], instances: int) -> str | None:
         return f"channel {name}: smmpi serve reads S3 data sources only"
     if s3.get("S3DataType", "S3Prefix") != "S3Prefix":
         return f"channel {name}: smmpi serve reads S3Prefix data only, not {s3['S3DataType']}"
-    if s3.get("S3DistributionType") == "ShardedByS3Key" and instances > 1:
+    if s3.get("S3DataDistributionType") == "ShardedByS3Key" and instances > 1:
         return f"channel {name}: ShardedByS3Key across {instances} instances is not supported yet"
     return None
 
@@ -87,22 +87,59 @@ def download(request: dict[str, Any], s3: S3Store, work: Path) -> tuple[dict[str
     local = copy.deepcopy(request)
     for channel in local.get("InputDataConfig") or []:
         spec = channel["DataSource"]["S3DataSource"]
-        bucket, prefix = _split(spec["S3Uri"])
         root = work / "channels" / channel["ChannelName"]
-        root.mkdir(parents=True, mode=0o700)
-        for key in s3.keys(bucket, prefix):
-            relative = key[len(prefix) :].lstrip("/") or Path(key).name
-            target = _inside(root, relative)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(s3.get(bucket, key))
+        _fetch_prefix(s3, spec["S3Uri"], root)
         spec["S3Uri"] = root.as_uri()
+    checkpoints = (request.get("CheckpointConfig") or {}).get("S3Uri")
+    if checkpoints:
+        _fetch_prefix(s3, str(checkpoints), work / "checkpoints")
     return local, source
+
+
+def _fetch_prefix(s3: S3Store, uri: str, root: Path) -> None:
+    """Every object under ``uri`` into ``root``, by its key after the prefix."""
+    bucket, prefix = _split(uri)
+    root.mkdir(parents=True, mode=0o700)
+    for key in s3.keys(bucket, prefix):
+        relative = key[len(prefix) :].lstrip("/") or Path(key).name
+        target = _inside(root, relative)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(s3.get(bucket, key))
+
+
+def upload_checkpoints(
+    request: dict[str, Any], hosts_dir: Path, s3: S3Store, restored: Path
+) -> int:
+    """What changed in each host's ``/opt/ml/checkpoints`` to CheckpointConfig's S3Uri.
+
+    As SageMaker's sync does, a file left as it was restored is not uploaded again (so
+    another host's untouched copy never overwrites a newer one); returns the files uploaded.
+    """
+    uri = (request.get("CheckpointConfig") or {}).get("S3Uri")
+    if not uri or not hosts_dir.is_dir():
+        return 0
+    bucket, prefix = _split(str(uri))
+    count = 0
+    for host in sorted(hosts_dir.iterdir()):
+        folder = host / "opt" / "ml" / "checkpoints"
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+            relative = path.relative_to(folder)
+            if not path.is_file() or path.is_symlink():
+                continue
+            before = restored / relative
+            if before.is_file() and before.read_bytes() == path.read_bytes():
+                continue
+            key = f"{prefix.rstrip('/')}/{relative.as_posix()}".lstrip("/")
+            s3.put(bucket, key, path.read_bytes())
+            count += 1
+    return count
 
 
 def upload(request: dict[str, Any], name: str, hosts_dir: Path, s3: S3Store, work: Path) -> str:
     """Pack the hosts' model and output folders, put them under S3OutputPath; the model's URI."""
     output = str((request.get("OutputDataConfig") or {}).get("S3OutputPath") or "")
     bucket, prefix = _split(output)
+    upload_checkpoints(request, hosts_dir, s3, work / "checkpoints")
     hosts = sorted(p / "opt" / "ml" for p in hosts_dir.iterdir()) if hosts_dir.is_dir() else []
     base = f"{prefix.rstrip('/')}/{name}/output/".lstrip("/")
     for folder, archive in (("model", "model.tar.gz"), ("output", "output.tar.gz")):

@@ -197,6 +197,7 @@ class JobRunner:
             "source": str(work / "sourcedir.tar.gz"),
             "isolation": self.isolation,
             "result": str(work / "result.json"),
+            "checkpoints": str(work / "checkpoints") if (work / "checkpoints").is_dir() else None,
         }
         write_json(work / "spec.json", spec)
         streams = self.logs.open(name, region, hosts(request))

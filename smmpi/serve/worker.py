@@ -11,14 +11,32 @@ ended is written as JSON to the spec's ``result`` path.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _restore(spec: dict[str, Any]) -> Callable[[dict[str, Any]], None] | None:
+    """Lay CheckpointConfig's restored files into every host's /opt/ml/checkpoints."""
+    saved = spec.get("checkpoints")
+    if not saved:
+        return None
+
+    def restore(record: dict[str, Any]) -> None:
+        from smmpi.toolkit.request import hosts
+
+        for host in hosts(spec["request"]):
+            target = Path(record["LocalHostsDir"]) / host / "opt" / "ml" / "checkpoints"
+            shutil.copytree(saved, target, symlinks=True, dirs_exist_ok=True)
+
+    return restore
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
@@ -36,7 +54,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         keep=True,
     )
     try:
-        job = run_request(spec["request"], source, chosen)
+        job = run_request(spec["request"], source, chosen, on_start=_restore(spec))
     except KeyboardInterrupt:
         return {"status": "Stopped", "exit_code": 130, "line": "stopped before the ranks started"}
     except SmmpiError as err:

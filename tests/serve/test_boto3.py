@@ -220,3 +220,55 @@ def test_list_filters_sorts_pages_and_tags(serve: ServeProcess, bucket: str, job
     assert {"Key": "team", "Value": "mpi"} in sm.list_tags(ResourceArn=arn)["Tags"]
     sm.delete_tags(ResourceArn=arn, TagKeys=["team"])
     assert {"Key": "team", "Value": "mpi"} not in sm.list_tags(ResourceArn=arn)["Tags"]
+
+
+CHECKPOINTED = """
+import os
+from mpi4py import MPI
+rank = MPI.COMM_WORLD.Get_rank()
+data = sorted(os.path.relpath(os.path.join(d, f), "/opt/ml/input/data/train")
+              for d, _, fs in os.walk("/opt/ml/input/data/train") for f in fs)
+print(f"rank {rank} sees {data}", flush=True)
+old = "/opt/ml/checkpoints/step.txt"
+step = int(open(old).read()) if os.path.exists(old) else 0
+print(f"rank {rank} resumes at step {step}", flush=True)
+MPI.COMM_WORLD.Barrier()
+if rank == 0:
+    os.makedirs("/opt/ml/checkpoints", exist_ok=True)
+    open(old, "w").write(str(step + 5))
+"""
+
+
+def test_channels_come_from_s3_and_checkpoints_carry_over_to_the_next_job(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    s3 = serve.client("s3")
+    for key in ("data/train/a.csv", "data/train/deep/b.csv"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"1,2\n")
+    checkpoints = {"S3Uri": f"s3://{bucket}/checkpoints/run-1", "LocalPath": "/opt/ml/checkpoints"}
+    channel = {
+        "ChannelName": "train",
+        "DataSource": {
+            "S3DataSource": {
+                "S3DataType": "S3Prefix",
+                "S3Uri": f"s3://{bucket}/data/train",
+                "S3DataDistributionType": "FullyReplicated",
+            }
+        },
+    }
+    for run, expected_step in ((1, 0), (2, 5)):
+        name = f"{job_name}-{run}"
+        request = dry_run_request(serve.env, name, bucket, "--instances", "2", "--ppn", "1")
+        request["HyperParameters"]["sagemaker_program"] = json.dumps("train.py")
+        request |= {"InputDataConfig": [channel], "CheckpointConfig": checkpoints}
+        put_source(serve, request, script_source(CHECKPOINTED))
+        serve.client("sagemaker").create_training_job(**request)
+        desc = wait_end(serve, name)
+        assert desc["TrainingJobStatus"] == "Completed", desc.get("FailureReason")
+        assert desc["CheckpointConfig"] == checkpoints
+        lines = [x for ls in log_lines(serve, name).values() for x in ls]
+        for rank in (0, 1):
+            assert any(f"rank {rank} sees ['a.csv', 'deep/b.csv']" in x for x in lines), lines
+            assert any(f"rank {rank} resumes at step {expected_step}" in x for x in lines), lines
+    saved = s3.get_object(Bucket=bucket, Key="checkpoints/run-1/step.txt")["Body"].read()
+    assert saved == b"10"
