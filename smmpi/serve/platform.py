@@ -183,3 +183,18 @@ def failure_reason(
     if len(command) > room:
         command = command[: max(0, room - 3)] + "..."
     return head + command + tail
+
+
+def reason(request: dict[str, Any], result: dict[str, Any], hosts_dir: Path) -> str:
+    """FailureReason: serve's own problem, else the program's failure file, else the toolkit's."""
+    if result.get("upload"):
+        reason = str(result["upload"])
+    elif result.get("error"):  # the local runner refused the request before starting it
+        reason = f"ClientError: {result.get('line')}"
+    else:
+        reason = program_failure(hosts_dir, result.get("line")) or (
+            failure_reason(
+                request, int(result.get("exit_code") or 1), result.get("line"), result.get("reason")
+            )
+        )
+    return reason[:FAILURE_CHARS]

@@ -278,25 +278,10 @@ class JobRunner:
             status, secondary = "Stopped", running.why_stop
         elif status != "Completed":
             status = "Failed"
-            fields["FailureReason"] = _reason(request, result, hosts_dir)
+            fields["FailureReason"] = platform.reason(request, result, hosts_dir)
         self._end(name, status, secondary, **fields)
         more = f" ({secondary})" if secondary and secondary != status else ""
         self.event(f"{name}: {status}{more}")
-
-
-def _reason(request: dict[str, Any], result: dict[str, Any], hosts_dir: Path) -> str:
-    """FailureReason: serve's own problem, else the program's failure file, else the toolkit's."""
-    if result.get("upload"):
-        reason = str(result["upload"])
-    elif result.get("error"):  # the local runner refused the request before starting it
-        reason = f"ClientError: {result.get('line')}"
-    else:
-        reason = platform.program_failure(hosts_dir, result.get("line")) or (
-            platform.failure_reason(
-                request, int(result.get("exit_code") or 1), result.get("line"), result.get("reason")
-            )
-        )
-    return reason[: platform.FAILURE_CHARS]
 
 
 def _pump(stream: Any, sink: Callable[[str], None]) -> None:
