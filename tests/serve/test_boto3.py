@@ -272,3 +272,42 @@ def test_channels_come_from_s3_and_checkpoints_carry_over_to_the_next_job(
             assert any(f"rank {rank} resumes at step {expected_step}" in x for x in lines), lines
     saved = s3.get_object(Bucket=bucket, Key="checkpoints/run-1/step.txt")["Body"].read()
     assert saved == b"10"
+
+
+def test_s3_keys_of_every_spelling_are_signed_stored_and_listed(
+    serve: ServeProcess, bucket: str
+) -> None:
+    s3 = serve.client("s3")
+    keys = ["a b/c+d.txt", "ü/ñ/数据.bin", "%41/x=y&z", "dir/../up.txt", "~tilde/*star*", "e'q\"s"]
+    for i, key in enumerate(keys):
+        s3.put_object(Bucket=bucket, Key=key, Body=f"body {i}".encode())
+    for i, key in enumerate(keys):
+        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == f"body {i}".encode()
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix="a b/")["Contents"]
+    assert [o["Key"] for o in listed] == ["a b/c+d.txt"]
+    s3.delete_object(Bucket=bucket, Key="a b/c+d.txt")
+    remaining = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+    assert remaining == set(keys) - {"a b/c+d.txt"}
+
+
+def test_parallel_one_keeps_the_next_job_in_starting(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    first, second = f"{job_name}-a", f"{job_name}-b"
+    _script_job(serve, bucket, first, SLEEPER)
+    _script_job(serve, bucket, second, SLEEPER)
+    sm = serve.client("sagemaker")
+    deadline = time.monotonic() + 120
+    while sm.describe_training_job(TrainingJobName=first)["SecondaryStatus"] != "Training":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    time.sleep(1)
+    waiting = sm.describe_training_job(TrainingJobName=second)
+    assert waiting["SecondaryStatus"] == "Starting"
+    assert waiting["SecondaryStatusTransitions"][-1]["StatusMessage"] == (
+        "Preparing the instances for training"
+    )
+    sm.stop_training_job(TrainingJobName=second)
+    sm.stop_training_job(TrainingJobName=first)
+    assert wait_end(serve, second)["TrainingJobStatus"] == "Stopped"
+    assert wait_end(serve, first)["TrainingJobStatus"] == "Stopped"

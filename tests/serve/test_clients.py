@@ -124,8 +124,9 @@ def test_smmpi_follows_and_stops_a_job_that_runs(
     train = tmp_path / "train.py"
     train.write_text(TRAIN)
     role = "arn:aws:iam::123456789012:role/serve-tests"
-    submitted = _run([smmpi, "submit", str(train), "--instances", "2", "--ppn", "1", "--no-wait",
-                      "--role", role, "--bucket", bucket, "--hyperparameter", "sleep="], cli)  # fmt: skip
+    submitted = _run([smmpi, "submit", str(train), "--instances", "2", "--ppn", "1",
+                      "--no-wait", "--role", role, "--bucket", bucket,
+                      "--hyperparameter", "sleep="], cli)  # fmt: skip
     assert submitted.returncode == 0, submitted.stderr
     name = submitted.stdout.strip().splitlines()[-1]
     follow = subprocess.Popen([smmpi, "logs", name, "--follow"], env=cli, stdout=subprocess.PIPE,

@@ -16,15 +16,15 @@ pytestmark = pytest.mark.aws
 
 FIT = """
 import sys
-from sagemaker.pytorch import PyTorch
+from sagemaker.{module} import {cls}
 from sagemaker.s3 import S3Downloader
 
-estimator = PyTorch(
+estimator = {cls}(
     entry_point="{entry}",
     source_dir="{source_dir}",
     role="{role}",
-    framework_version="2.3",
-    py_version="py311",
+    framework_version="{version}",
+    py_version="{py}",
     instance_count={instances},
     instance_type="ml.c5.2xlarge",
     distribution={{"mpi": {{"enabled": True, "processes_per_host": 2}}}},
@@ -39,8 +39,14 @@ S3Downloader.download(estimator.model_data, "{download}")
 """
 
 
+FRAMEWORKS = {
+    "pytorch": {"module": "pytorch", "cls": "PyTorch", "version": "2.3", "py": "py311"},
+    "tensorflow": {"module": "tensorflow", "cls": "TensorFlow", "version": "2.16", "py": "py310"},
+}
+
+
 def _fit(
-    serve: ServeProcess, tmp_path: Path, entry: str, instances: int
+    serve: ServeProcess, tmp_path: Path, entry: str, instances: int, framework: str = "pytorch"
 ) -> subprocess.CompletedProcess[str]:
     source = tmp_path / "src"
     source.mkdir()
@@ -54,6 +60,7 @@ def _fit(
         "MPI.COMM_WORLD.Barrier()\n"
     )
     script = FIT.format(
+        **FRAMEWORKS[framework],
         entry=entry,
         source_dir=source,
         role=ROLE,
@@ -69,10 +76,11 @@ def _fit(
     )
 
 
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow"])
 def test_fit_with_logs_prints_every_ranks_lines_and_the_model_downloads(
-    serve: ServeProcess, tmp_path: Path
+    serve: ServeProcess, tmp_path: Path, framework: str
 ) -> None:
-    done = _fit(serve, tmp_path, "demo.py", 2)
+    done = _fit(serve, tmp_path, "demo.py", 2, framework)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     for rank, host in ((0, 1), (1, 1), (2, 2), (3, 2)):
