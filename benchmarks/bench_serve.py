@@ -98,7 +98,7 @@ def _prepared(serve: Serve, env: dict[str, str], name: str, instances: int, ppn:
 
 
 def _run_job(serve: Serve, request: Any) -> float:
-    """Seconds from CreateTrainingJob to Completed (NaN, and a line, if the job did not complete)."""
+    """Seconds from CreateTrainingJob to Completed (NaN, and a line, if it did not complete)."""
     sm = serve.client("sagemaker")
     request["StoppingCondition"] = {"MaxRuntimeInSeconds": 120}  # a hung run ends
     start = time.perf_counter()
@@ -107,8 +107,8 @@ def _run_job(serve: Serve, request: Any) -> float:
         status = sm.describe_training_job(TrainingJobName=request["TrainingJobName"])
         if status["TrainingJobStatus"] in ("Completed", "Failed", "Stopped"):
             if status["TrainingJobStatus"] != "Completed":
-                print(f"  {request['TrainingJobName']}: {status['TrainingJobStatus']} "
-                      f"({status.get('FailureReason', status['SecondaryStatus'])[:200]})")  # fmt: skip
+                why = status.get("FailureReason", status["SecondaryStatus"])[:200]
+                print(f"  {request['TrainingJobName']}: {status['TrainingJobStatus']} ({why})")
                 return float("nan")
             return time.perf_counter() - start
         time.sleep(0.02)
