@@ -311,3 +311,25 @@ def test_parallel_one_keeps_the_next_job_in_starting(
     sm.stop_training_job(TrainingJobName=first)
     assert wait_end(serve, second)["TrainingJobStatus"] == "Stopped"
     assert wait_end(serve, first)["TrainingJobStatus"] == "Stopped"
+
+
+PEEKS = """
+import os
+from mpi4py import MPI
+secret = os.environ.get("SERVE_SECRET_TO_FIND", "")
+found = sorted(k for k, v in os.environ.items() if k.startswith("AWS_") or (secret and secret in v))
+print(f"rank {MPI.COMM_WORLD.Get_rank()} sees credentials: {found}", flush=True)
+"""
+
+
+def test_the_ranks_get_none_of_serves_credentials(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    _script_job(serve, bucket, job_name, PEEKS)
+    desc = wait_end(serve, job_name)
+    assert desc["TrainingJobStatus"] == "Completed", desc.get("FailureReason")
+    lines = [x for ls in log_lines(serve, job_name).values() for x in ls]
+    for rank in (0, 1):
+        assert any(f"rank {rank} sees credentials: []" in x for x in lines), lines
+    secret = serve.exports["AWS_SECRET_ACCESS_KEY"]
+    assert not any(secret in x for x in lines)
