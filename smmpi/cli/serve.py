@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 import sys
 import threading
@@ -10,7 +11,14 @@ from typing import Any
 
 import click
 
-from smmpi.errors import BadInput
+from smmpi.errors import BadInput, SmmpiError
+
+
+class MissingServe(SmmpiError):
+    """serve's optional dependencies are not installed (exit code 2: nothing started)."""
+
+    exit_code = 2
+
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -69,6 +77,10 @@ def serve_cmd(
         raise BadInput("--port", port, "a port number from 0 to 65535")
     if parallel < 1:
         raise BadInput("--parallel", parallel, "an integer >= 1")
+    if importlib.util.find_spec("moto") is None or importlib.util.find_spec("flask") is None:
+        raise MissingServe(
+            "smmpi serve needs moto's server app: pip install 'smmpi[serve]' (moto[server])"
+        )
     from smmpi.serve import Server
 
     def event(line: str) -> None:
