@@ -89,6 +89,20 @@ def _source() -> bytes:
     return buf.getvalue()
 
 
+def _busy() -> bytes:
+    """A program that keeps 6 ranks alive (printing) while the pollers run."""
+    text = (
+        b"import time\nfrom mpi4py import MPI\n"
+        b"for i in range(600):\n    print(i, flush=True)\n    time.sleep(0.1)\n"
+    )
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("busy.py")
+        info.size = len(text)
+        tar.addfile(info, io.BytesIO(text))
+    return buf.getvalue()
+
+
 def _prepared(serve: Serve, env: dict[str, str], name: str, instances: int, ppn: int) -> Any:
     request = _request(env, name, "bench", instances, ppn)
     uri = json.loads(request["HyperParameters"]["sagemaker_submit_directory"])
@@ -146,6 +160,54 @@ def _pollers(serve: Serve, name: str, seconds: float, count: int = 10) -> list[f
     return latencies
 
 
+def _raw_pollers(serve: Serve, name: str, seconds: float, count: int = 10) -> list[float]:
+    """Like :func:`_pollers` with a bare signed HTTP request per call (no botocore parsing)."""
+    import http.client
+
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    url = serve.exports["AWS_ENDPOINT_URL"]
+    host, port = url[7:].split(":")
+    keys = Credentials(serve.exports["AWS_ACCESS_KEY_ID"], serve.exports["AWS_SECRET_ACCESS_KEY"])
+    body = json.dumps({"TrainingJobName": name}).encode()
+    latencies: list[float] = []
+    lock = threading.Lock()
+    end = time.monotonic() + seconds
+
+    def poll() -> None:
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        mine = []
+        while time.monotonic() < end:
+            request = AWSRequest(method="POST", url=f"{url}/", data=body, headers={
+                "X-Amz-Target": "SageMaker.DescribeTrainingJob",
+                "Content-Type": "application/x-amz-json-1.1"})  # fmt: skip
+            SigV4Auth(keys, "sagemaker", REGION).add_auth(request)
+            t = time.perf_counter()
+            conn.request("POST", "/", body=body, headers=dict(request.headers.items()))
+            answer = conn.getresponse()
+            answer.read()
+            mine.append(time.perf_counter() - t)
+            assert answer.status == 200
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=poll) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return latencies
+
+
+def _report(label: str, lat: list[float]) -> None:
+    lat = sorted(lat)
+    p99 = lat[int(len(lat) * 0.99) - 1]
+    print(f"DescribeTrainingJob, {label}: {len(lat)} calls, median "
+          f"{statistics.median(lat) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
@@ -174,14 +236,17 @@ def main() -> None:
           f"(runs {', '.join(f'{x:.2f}' for x in via_local)}); serve - local = "
           f"{m_serve - m_local:+.2f} s")  # fmt: skip
     sm = serve.client("sagemaker")
-    busy = _prepared(serve, env, "bench-busy", 3, 2)
-    busy["HyperParameters"]["sagemaker_program"] = json.dumps("demo.py")
+    busy = _request(env, "bench-busy", "bench", 3, 2)
+    busy["HyperParameters"]["sagemaker_program"] = json.dumps("busy.py")
+    uri = json.loads(busy["HyperParameters"]["sagemaker_submit_directory"])
+    serve.client("s3").put_object(Bucket="bench", Key=uri[5:].partition("/")[2], Body=_busy())
     sm.create_training_job(**busy)
-    lat = sorted(_pollers(serve, "bench-busy", 5.0))
-    p99 = lat[int(len(lat) * 0.99) - 1]
-    median = statistics.median(lat) * 1000
-    print(f"DescribeTrainingJob, 10 pollers while a job runs: {len(lat)} calls, median "
-          f"{median:.1f} ms, p99 {p99 * 1000:.1f} ms (client side)")  # fmt: skip
+    while sm.describe_training_job(TrainingJobName="bench-busy")["SecondaryStatus"] != "Training":
+        time.sleep(0.1)
+    _report("1 boto3 poller while a job runs", _pollers(serve, "bench-busy", 3.0, 1))
+    _report("10 boto3 pollers (one process) while a job runs", _pollers(serve, "bench-busy", 5.0))
+    _report("10 raw signed-HTTP pollers while a job runs", _raw_pollers(serve, "bench-busy", 5.0))
+    sm.stop_training_job(TrainingJobName="bench-busy")
     template = _request(env, "bench-list-x", "bench", 1, 2)
     template["AlgorithmSpecification"]["TrainingInputMode"] = "FastFile"  # stored, fails at once
     for i in range(1000):

@@ -126,6 +126,8 @@ class Server:
             app.moto_app(service)  # the first request should not pay for moto's imports
 
         class Quiet(MotoRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive: a poller reuses its connection
+
             def log_request(self, *args: Any, **kwargs: Any) -> None:
                 """One line per job event is what serve prints, not one per request."""
 

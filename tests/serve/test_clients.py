@@ -144,3 +144,36 @@ def test_smmpi_follows_and_stops_a_job_that_runs(
     model = serve.client("s3").get_object(Bucket=bucket, Key=f"{name}/output/model.tar.gz")
     with tarfile.open(fileobj=model["Body"]) as tar:
         assert sorted(tar.getnames()) == ["rank-0.txt", "rank-1.txt"]
+
+
+RESUMES = """
+import os
+from mpi4py import MPI
+path = "/opt/ml/checkpoints/step.txt"
+step = int(open(path).read()) if os.path.exists(path) else 0
+print(f"rank {MPI.COMM_WORLD.Get_rank()} resumes at step {step}", flush=True)
+MPI.COMM_WORLD.Barrier()
+if MPI.COMM_WORLD.Get_rank() == 0:
+    os.makedirs("/opt/ml/checkpoints", exist_ok=True)
+    open(path, "w").write(str(step + 1))
+"""
+
+
+def test_a_spot_job_with_checkpoints_resumes_where_the_last_one_stopped(
+    serve: ServeProcess, env: dict[str, str], tmp_path: Path, bucket: str
+) -> None:
+    cli = _env(serve, env)
+    train = tmp_path / "resume.py"
+    train.write_text(RESUMES)
+    role = "arn:aws:iam::123456789012:role/serve-tests"
+    for expected in (0, 1):
+        done = _run([str(BIN / "smmpi"), "submit", str(train), "--instances", "2", "--ppn", "1",
+                     "--spot", "--checkpoint-s3-uri", f"s3://{bucket}/ckpt", "--wait",
+                     "--role", role, "--bucket", bucket], cli)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"rank 1 resumes at step {expected}" in done.stdout, done.stdout
+    name = done.stdout.strip().splitlines()[-1]
+    desc = serve.client("sagemaker").describe_training_job(TrainingJobName=name)
+    assert desc["EnableManagedSpotTraining"] is True
+    step = serve.client("s3").get_object(Bucket=bucket, Key="ckpt/step.txt")["Body"].read()
+    assert step == b"2"
