@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import BIN
-from tests.serve.serving import ServeProcess, dry_run_request, log_lines, put_source, script_source
+from tests.serve.serving import (
+    ServeProcess,
+    demo_source,
+    dry_run_request,
+    log_lines,
+    make_bucket,
+    put_source,
+    script_source,
+    wait_end,
+)
 
 pytestmark = pytest.mark.aws
 
@@ -92,3 +101,30 @@ def test_a_ranks_print_reaches_get_log_events_within_a_second(
     printed = float(event["message"].rsplit("stamp ", 1)[1])
     assert event["timestamp"] / 1000 - printed < 1.0
     assert seen - printed < 5.0  # the test's own polling, on a loaded machine
+
+
+def test_parallel_two_runs_two_jobs_at_once(env: dict[str, str], tmp_path: Path) -> None:
+    serve = ServeProcess(tmp_path / "state", env, "--parallel", "2")
+    try:
+        make_bucket(serve, "parallel-bucket")
+        names = ["parallel-a", "parallel-b"]
+        for name in names:
+            request = dry_run_request(serve.env, name, "parallel-bucket", "--instances", "3")
+            put_source(serve, request, demo_source())
+            serve.client("sagemaker").create_training_job(**request)
+        sm = serve.client("sagemaker")
+        deadline = time.monotonic() + 120
+        while not all(
+            sm.describe_training_job(TrainingJobName=n)["SecondaryStatus"] != "Starting"
+            for n in names
+        ):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        for name in names:
+            desc = wait_end(serve, name)
+            assert desc["TrainingJobStatus"] == "Completed", desc.get("FailureReason")
+        a, b = (sm.describe_training_job(TrainingJobName=n) for n in names)
+        assert a["TrainingStartTime"] < b["TrainingEndTime"]
+        assert b["TrainingStartTime"] < a["TrainingEndTime"]  # they overlapped
+    finally:
+        serve.stop()
