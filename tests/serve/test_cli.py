@@ -109,7 +109,9 @@ def test_parallel_two_runs_two_jobs_at_once(env: dict[str, str], tmp_path: Path)
         make_bucket(serve, "parallel-bucket")
         names = ["parallel-a", "parallel-b"]
         for name in names:
-            request = dry_run_request(serve.env, name, "parallel-bucket", "--instances", "3")
+            request = dry_run_request(
+                serve.env, name, "parallel-bucket", "--instances", "3", "--ppn", "2"
+            )
             put_source(serve, request, demo_source())
             serve.client("sagemaker").create_training_job(**request)
         sm = serve.client("sagemaker")
