@@ -55,6 +55,9 @@ def _runnable(params: dict[str, Any]) -> None:
                 "'resourceConfig.instanceCount' failed to satisfy constraint: "
                 "Member must have value greater than or equal to 1"
             )
+    for channel in params.get("InputDataConfig") or []:
+        if channel.get("ChannelName") in (".", ".."):  # a folder name that is not a folder
+            raise validation(f"ChannelName {channel['ChannelName']!r} is not a channel name")
     if int(resources.get("VolumeSizeInGB", 30)) < 1:
         raise validation("ResourceConfig.VolumeSizeInGB must be at least 1")
 

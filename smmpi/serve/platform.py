@@ -22,7 +22,7 @@ from typing import Any
 from smmpi.archives import tar_dirs
 from smmpi.serve.s3store import S3Store
 from smmpi.toolkit.mpirun import container_mpirun
-from smmpi.toolkit.request import decode_hyperparameters
+from smmpi.toolkit.request import decode_hyperparameters, hosts
 
 _IMAGE_RE = re.compile(r"/(tensorflow|pytorch)-training:")
 FAILURE_CHARS = 1024
@@ -68,8 +68,6 @@ def _channel_problem(channel: dict[str, Any], instances: int) -> str | None:
         return f"channel {name}: smmpi serve reads S3 data sources only"
     if s3.get("S3DataType", "S3Prefix") != "S3Prefix":
         return f"channel {name}: smmpi serve reads S3Prefix data only, not {s3['S3DataType']}"
-    if s3.get("S3DataDistributionType") == "ShardedByS3Key" and instances > 1:
-        return f"channel {name}: ShardedByS3Key across {instances} instances is not supported yet"
     return None
 
 
@@ -85,10 +83,16 @@ def download(request: dict[str, Any], s3: S3Store, work: Path) -> tuple[dict[str
     source_uri = str(decode_hyperparameters(request)["sagemaker_submit_directory"])
     source = s3.get(*_split(source_uri))
     local = copy.deepcopy(request)
+    instances = len(hosts(request))
     for channel in local.get("InputDataConfig") or []:
         spec = channel["DataSource"]["S3DataSource"]
         root = work / "channels" / channel["ChannelName"]
-        _fetch_prefix(s3, spec["S3Uri"], root)
+        if spec.get("S3DataDistributionType") == "ShardedByS3Key" and instances > 1:
+            # every host's share goes under shards/HOST/CHANNEL; the runner copies none
+            _fetch_prefix(s3, spec["S3Uri"], work / "shards", instances, channel["ChannelName"])
+            root.mkdir(parents=True, mode=0o700)
+        else:
+            _fetch_prefix(s3, spec["S3Uri"], root)
         spec["S3Uri"] = root.as_uri()
     checkpoints = (request.get("CheckpointConfig") or {}).get("S3Uri")
     if checkpoints:
@@ -96,13 +100,19 @@ def download(request: dict[str, Any], s3: S3Store, work: Path) -> tuple[dict[str
     return local, source
 
 
-def _fetch_prefix(s3: S3Store, uri: str, root: Path) -> None:
-    """Every object under ``uri`` into ``root``, by its key after the prefix."""
+def _fetch_prefix(s3: S3Store, uri: str, root: Path, shards: int = 0, channel: str = "") -> None:
+    """Every object under ``uri`` into ``root``, by its key after the prefix.
+
+    With ``shards`` (ShardedByS3Key), the i-th key in key order goes to host
+    ``algo-(i % shards + 1)``, under ``root/algo-k/channel``: each instance gets its share.
+    """
     bucket, prefix = _split(uri)
-    root.mkdir(parents=True, mode=0o700)
-    for key in s3.keys(bucket, prefix):
+    root.mkdir(parents=True, mode=0o700, exist_ok=bool(shards))
+    for index, key in enumerate(s3.keys(bucket, prefix)):
         relative = key[len(prefix) :].lstrip("/") or Path(key).name
-        target = _inside(root, relative)
+        base = root / f"algo-{index % shards + 1}" / channel if shards else root
+        base.mkdir(parents=True, exist_ok=True)
+        target = _inside(base, relative)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(s3.get(bucket, key))
 

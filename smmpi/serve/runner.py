@@ -198,6 +198,7 @@ class JobRunner:
             "isolation": self.isolation,
             "result": str(work / "result.json"),
             "checkpoints": str(work / "checkpoints") if (work / "checkpoints").is_dir() else None,
+            "shards": str(work / "shards") if (work / "shards").is_dir() else None,
         }
         write_json(work / "spec.json", spec)
         streams = self.logs.open(name, region, hosts(request))

@@ -24,17 +24,23 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _restore(spec: dict[str, Any]) -> Callable[[dict[str, Any]], None] | None:
-    """Lay CheckpointConfig's restored files into every host's /opt/ml/checkpoints."""
-    saved = spec.get("checkpoints")
-    if not saved:
+    """Lay what serve downloaded for each host into its tree before the runner fills it:
+    CheckpointConfig's files into every host's /opt/ml/checkpoints, and each host's share
+    of a ShardedByS3Key channel (``shards/algo-k/CHANNEL``) into its input/data."""
+    saved, shards = spec.get("checkpoints"), spec.get("shards")
+    if not saved and not shards:
         return None
 
     def restore(record: dict[str, Any]) -> None:
         from smmpi.toolkit.request import hosts
 
         for host in hosts(spec["request"]):
-            target = Path(record["LocalHostsDir"]) / host / "opt" / "ml" / "checkpoints"
-            shutil.copytree(saved, target, symlinks=True, dirs_exist_ok=True)
+            opt_ml = Path(record["LocalHostsDir"]) / host / "opt" / "ml"
+            if saved:
+                shutil.copytree(saved, opt_ml / "checkpoints", symlinks=True, dirs_exist_ok=True)
+            share = Path(shards or "") / host
+            if shards and share.is_dir():
+                shutil.copytree(share, opt_ml / "input" / "data", dirs_exist_ok=True)
 
     return restore
 

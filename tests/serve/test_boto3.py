@@ -333,3 +333,42 @@ def test_the_ranks_get_none_of_serves_credentials(
         assert any(f"rank {rank} sees credentials: []" in x for x in lines), lines
     secret = serve.exports["AWS_SECRET_ACCESS_KEY"]
     assert not any(secret in x for x in lines)
+
+
+SHARDS = """
+import os
+from mpi4py import MPI
+files = sorted(os.listdir("/opt/ml/input/data/train"))
+print(f"rank {MPI.COMM_WORLD.Get_rank()} on {os.uname().nodename} has {files}", flush=True)
+"""
+
+
+def test_sharded_by_s3_key_gives_each_instance_its_share(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    s3 = serve.client("s3")
+    for i in range(5):
+        s3.put_object(Bucket=bucket, Key=f"shards/part-{i}.csv", Body=b"x")
+    request = dry_run_request(serve.env, job_name, bucket, "--instances", "2", "--ppn", "1")
+    request["HyperParameters"]["sagemaker_program"] = json.dumps("train.py")
+    request["InputDataConfig"] = [
+        {
+            "ChannelName": "train",
+            "DataSource": {
+                "S3DataSource": {
+                    "S3DataType": "S3Prefix",
+                    "S3Uri": f"s3://{bucket}/shards/",
+                    "S3DataDistributionType": "ShardedByS3Key",
+                }
+            },
+        }
+    ]
+    put_source(serve, request, script_source(SHARDS))
+    serve.client("sagemaker").create_training_job(**request)
+    desc = wait_end(serve, job_name)
+    assert desc["TrainingJobStatus"] == "Completed", desc.get("FailureReason")
+    lines = [x for ls in log_lines(serve, job_name).values() for x in ls]
+    assert any(
+        "rank 0 on algo-1 has ['part-0.csv', 'part-2.csv', 'part-4.csv']" in x for x in lines
+    )
+    assert any("rank 1 on algo-2 has ['part-1.csv', 'part-3.csv']" in x for x in lines), lines

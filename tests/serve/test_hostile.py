@@ -136,6 +136,7 @@ def _cases() -> list[tuple[str, Raw, int, str]]:
         ("env-key-bad", {"Environment": {"1BAD KEY": "v"}}),
         ("channels-21", {"InputDataConfig": [{"ChannelName": f"c{i}", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/p"}}} for i in range(21)]}),
         ("channel-name-bad", {"InputDataConfig": [{"ChannelName": "bad name", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/p"}}}]}),
+        ("channel-dotdot", {"InputDataConfig": [{"ChannelName": "..", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/p"}}}]}),
         ("channel-uri-bad", {"InputDataConfig": [{"ChannelName": "c", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "ftp://b/p"}}}]}),
         ("unknown-param", {"Teleport": True}),
         ("vpc-bad", {"VpcConfig": {"SecurityGroupIds": [], "Subnets": []}}),
