@@ -158,7 +158,10 @@ def wait_end(serve: ServeProcess, name: str, timeout: float = 180) -> dict[str, 
 def log_lines(serve: ServeProcess, name: str) -> dict[str, list[str]]:
     logs = serve.client("logs")
     group = "/aws/sagemaker/TrainingJobs"
-    streams = logs.describe_log_streams(logGroupName=group, logStreamNamePrefix=f"{name}/")
+    try:
+        streams = logs.describe_log_streams(logGroupName=group, logStreamNamePrefix=f"{name}/")
+    except logs.exceptions.ResourceNotFoundException:  # no job has logged yet
+        return {}
     found: dict[str, list[str]] = {}
     for stream in streams["logStreams"]:
         events = logs.get_log_events(

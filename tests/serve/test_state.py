@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,8 +39,21 @@ time.sleep(600)
 """
 
 
+_STARTED: list[ServeProcess] = []
+
+
 def _start(tmp_path: Path) -> ServeProcess:
-    return ServeProcess(tmp_path / "state", base_env(tmp_path))
+    server = ServeProcess(tmp_path / "state", base_env(tmp_path))
+    _STARTED.append(server)
+    return server
+
+
+@pytest.fixture(autouse=True)
+def _stop_what_a_test_left() -> Iterator[None]:
+    """A test that fails half-way still leaves no serve (nor its jobs) running."""
+    yield
+    while _STARTED:
+        _STARTED.pop().stop()
 
 
 def _sleeper(serve: ServeProcess, name: str, bucket: str) -> None:
