@@ -10,6 +10,7 @@ from __future__ import annotations
 from smmpi.cli import infra, local_jobs, ops
 from smmpi.cli.app import main
 from smmpi.cli.run import run_cmd
+from smmpi.cli.serve import serve_cmd
 from smmpi.cli.submit import submit_cmd
 
 __all__ = ["main"]
@@ -25,5 +26,6 @@ for _command in (
     infra.infra_group,
     infra.doctor_cmd,
     local_jobs.local_jobs_group,
+    serve_cmd,
 ):
     main.add_command(_command)

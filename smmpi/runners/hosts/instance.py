@@ -84,6 +84,14 @@ def private_sysfs() -> None:
         os.close(sys_fd)
 
 
+def private_shm() -> None:
+    """The instance's own /dev/shm, as each container has. Open MPI names its shared-memory
+    segments there by hostname and job id, both the same in every pod (algo-k, and a PID
+    inside the pod's namespace): two runs at once on one machine would map each other's."""
+    if os.path.isdir("/dev/shm"):
+        kernel.mount("tmpfs", "/dev/shm", "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV, "mode=1777")
+
+
 def set_up(instance: Instance) -> None:
     """Namespaces, hostname and mounts: everything but eth0, which the bridge side creates."""
     kernel.unshare(kernel.CLONE_NEWUTS | kernel.CLONE_NEWNET | kernel.CLONE_NEWNS)
@@ -91,6 +99,7 @@ def set_up(instance: Instance) -> None:
     kernel.mount(None, "/", None, kernel.MS_REC | kernel.MS_PRIVATE)
     private_opt_ml(instance.opt_ml)
     private_sysfs()
+    private_shm()
     kernel.mount(instance.hosts_file, "/etc/hosts", None, kernel.MS_BIND)
     kernel.link_up("lo")
 

@@ -1,0 +1,156 @@
+"""The training-job store: one record per job, in DescribeTrainingJob's shape, kept on disk.
+
+Each job is a JSON file under ``STATE/jobs`` (its name passed SageMaker's
+pattern first, so it is one plain file name), rewritten 0600 at every change,
+so a restart finds every job as it was. Times are epoch seconds, which is how
+SageMaker's JSON protocol sends timestamps.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from smmpi.aws.facts import check_job_name
+from smmpi.errors import BadInput
+from smmpi.serve.errors import ApiError, not_found
+from smmpi.serve.state import read_json, subfolder, write_json
+
+TERMINAL = ("Completed", "Failed", "Stopped")
+ACCOUNT = "123456789012"
+
+#: SageMaker's words for each secondary status (DescribeTrainingJob's StatusMessage).
+MESSAGES = {
+    "Starting": "Preparing the instances for training",
+    "Downloading": "Downloading input data",
+    "Training": "Training image download completed. Training in progress.",
+    "Uploading": "Uploading generated training model",
+    "Completed": "Training job completed",
+    "Failed": "Training job failed",
+    "Stopping": "Stopping the training job",
+    "Stopped": "Training job stopped",
+    "MaxRuntimeExceeded": "Training job runtime exceeded MaxRuntimeInSeconds provided",
+}
+
+#: The request's fields DescribeTrainingJob echoes back.
+ECHOED = (
+    "HyperParameters", "AlgorithmSpecification", "RoleArn", "InputDataConfig",
+    "OutputDataConfig", "ResourceConfig", "VpcConfig", "StoppingCondition",
+    "EnableNetworkIsolation", "EnableInterContainerTrafficEncryption",
+    "EnableManagedSpotTraining", "CheckpointConfig", "DebugHookConfig",
+    "DebugRuleConfigurations", "TensorBoardOutputConfig", "ProfilerConfig",
+    "Environment", "RetryStrategy", "ExperimentConfig", "RemoteDebugConfig",
+    "InfraCheckConfig", "SessionChainingConfig",
+)  # fmt: skip
+
+
+def job_arn(region: str, name: str) -> str:
+    return f"arn:aws:sagemaker:{region}:{ACCOUNT}:training-job/{name.lower()}"
+
+
+class JobStore:
+    """Every job serve knows, in memory and under ``folder``; all access under one lock."""
+
+    def __init__(self, root: Path) -> None:
+        self.folder = subfolder(root, "jobs")
+        self.lock = threading.RLock()
+        self.jobs: dict[str, dict[str, Any]] = {}  # lower-case name -> record
+        for path in sorted(self.folder.glob("*.json")):
+            record = read_json(path)
+            self.jobs[str(record["TrainingJobName"]).lower()] = record
+
+    def _save(self, record: dict[str, Any]) -> None:
+        write_json(self.folder / f"{record['TrainingJobName']}.json", record)
+
+    def create(self, request: dict[str, Any], region: str) -> dict[str, Any]:
+        name = str(request["TrainingJobName"])
+        try:
+            check_job_name(name)
+        except BadInput as err:
+            raise ApiError("ValidationException", str(err)) from None
+        now = time.time()
+        record: dict[str, Any] = {
+            "TrainingJobName": name,
+            "TrainingJobArn": job_arn(region, name),
+            "TrainingJobStatus": "InProgress",
+            "SecondaryStatus": "Starting",
+            "CreationTime": now,
+            "LastModifiedTime": now,
+            "SecondaryStatusTransitions": [
+                {"Status": "Starting", "StartTime": now, "StatusMessage": MESSAGES["Starting"]}
+            ],
+            **{k: copy.deepcopy(request[k]) for k in ECHOED if k in request},
+            "_Region": region,
+            "_Tags": list(request.get("Tags") or []),
+        }
+        with self.lock:
+            if name.lower() in self.jobs:
+                raise ApiError(
+                    "ResourceInUse",
+                    f"Training job names must be unique within an AWS account and region, and "
+                    f"a training job with this name already exists ({record['TrainingJobArn']})",
+                )
+            self.jobs[name.lower()] = record
+            self._save(record)
+        return record
+
+    def get(self, name: object) -> dict[str, Any]:
+        with self.lock:
+            record = self.jobs.get(str(name).lower())
+            if record is None:
+                raise not_found()
+            return record
+
+    def by_arn(self, arn: object) -> dict[str, Any]:
+        text = str(arn)
+        if ":training-job/" not in text:
+            raise not_found()
+        return self.get(text.rsplit("/", 1)[-1])
+
+    def describe(self, name: object) -> dict[str, Any]:
+        with self.lock:
+            record = self.get(name)
+            return {k: copy.deepcopy(v) for k, v in record.items() if not k.startswith("_")}
+
+    def update(self, name: str, **fields: Any) -> dict[str, Any]:
+        with self.lock:
+            record = self.get(name)
+            record.update(fields, LastModifiedTime=time.time())
+            self._save(record)
+            return record
+
+    def transition(self, name: str, status: str, message: str | None = None, **fields: Any) -> None:
+        """Move the job to secondary ``status``, ending the transition it was in."""
+        with self.lock:
+            record = self.get(name)
+            now = time.time()
+            transitions = record["SecondaryStatusTransitions"]
+            if transitions and "EndTime" not in transitions[-1]:
+                transitions[-1]["EndTime"] = now
+            entry = {
+                "Status": status,
+                "StartTime": now,
+                "StatusMessage": message or MESSAGES[status],
+            }
+            if status in TERMINAL or status in ("MaxRuntimeExceeded",):
+                entry["EndTime"] = now
+            transitions.append(entry)
+            record.update(fields, SecondaryStatus=status, LastModifiedTime=now)
+            self._save(record)
+
+    def tags(self, arn: object) -> list[dict[str, str]]:
+        with self.lock:
+            return list(self.by_arn(arn)["_Tags"])
+
+    def set_tags(self, arn: object, tags: list[dict[str, str]]) -> None:
+        with self.lock:
+            record = self.by_arn(arn)
+            record["_Tags"] = tags
+            self._save(record)
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.jobs.values())

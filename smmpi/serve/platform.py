@@ -1,0 +1,210 @@
+"""What SageMaker does outside the container, for one job: check, download, upload, explain.
+
+- ``unsupported``: what cannot run here yet (Pipe and FastFile input, a
+  heterogeneous cluster, an image that is not a TensorFlow or PyTorch
+  training image, manifests, sharding across several instances); the job
+  fails at once with this line as its FailureReason.
+- ``download``: the code (``sagemaker_submit_directory``) and each channel's
+  S3 prefix, from serve's S3, into the job's work folder; the request the
+  local runner gets names those folders (``file://``) instead of S3.
+- ``upload``: ``model.tar.gz`` and ``output.tar.gz`` to ``S3OutputPath/JOB/output/``.
+- ``failure_reason``: what DescribeTrainingJob's FailureReason says.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from smmpi.archives import tar_dirs
+from smmpi.serve.s3store import S3Store
+from smmpi.toolkit.mpirun import container_mpirun
+from smmpi.toolkit.request import decode_hyperparameters, hosts
+
+_IMAGE_RE = re.compile(r"/(tensorflow|pytorch)-training:")
+FAILURE_CHARS = 1024
+
+
+def _split(uri: str) -> tuple[str, str]:
+    if not uri.startswith("s3://"):
+        raise ValueError(f"not an S3 URI: {uri[:200]}")
+    bucket, _, key = uri[5:].partition("/")
+    return bucket, key
+
+
+def unsupported(request: dict[str, Any]) -> str | None:
+    """Why this request cannot run here, in one line; None if it can."""
+    algo = request.get("AlgorithmSpecification") or {}
+    resources = request.get("ResourceConfig") or {}
+    if algo.get("TrainingInputMode", "File") != "File":
+        return f"smmpi serve runs File input mode only, not {algo['TrainingInputMode']}"
+    if resources.get("InstanceGroups"):
+        return "smmpi serve does not run heterogeneous clusters (ResourceConfig.InstanceGroups) yet"
+    image = str(algo.get("TrainingImage") or "")
+    if not _IMAGE_RE.search(image):
+        return (
+            f"smmpi serve emulates the TensorFlow and PyTorch training images only, "
+            f"not {image[:200] or 'an algorithm'}"
+        )
+    source = str(decode_hyperparameters(request).get("sagemaker_submit_directory") or "")
+    if not source.startswith("s3://"):
+        return "ClientError: sagemaker_submit_directory must name an s3:// sourcedir.tar.gz"
+    for channel in request.get("InputDataConfig") or []:
+        why = _channel_problem(channel, int(resources.get("InstanceCount", 1)))
+        if why:
+            return why
+    return None
+
+
+def _channel_problem(channel: dict[str, Any], instances: int) -> str | None:
+    name = channel.get("ChannelName")
+    if channel.get("InputMode", "File") != "File":
+        return f"channel {name}: smmpi serve runs File input mode only, not {channel['InputMode']}"
+    s3 = (channel.get("DataSource") or {}).get("S3DataSource")
+    if s3 is None:
+        return f"channel {name}: smmpi serve reads S3 data sources only"
+    if s3.get("S3DataType", "S3Prefix") != "S3Prefix":
+        return f"channel {name}: smmpi serve reads S3Prefix data only, not {s3['S3DataType']}"
+    return None
+
+
+def _inside(root: Path, relative: str) -> Path:
+    target = (root / relative).resolve()
+    if target == root.resolve() or root.resolve() not in target.parents:
+        raise ValueError(f"S3 key {relative[:200]!r} would land outside its channel")
+    return target
+
+
+def download(request: dict[str, Any], s3: S3Store, work: Path) -> tuple[dict[str, Any], bytes]:
+    """The request with channels read from ``work``, and the code's bytes (KeyError, ValueError)."""
+    source_uri = str(decode_hyperparameters(request)["sagemaker_submit_directory"])
+    source = s3.get(*_split(source_uri))
+    local = copy.deepcopy(request)
+    instances = len(hosts(request))
+    for channel in local.get("InputDataConfig") or []:
+        spec = channel["DataSource"]["S3DataSource"]
+        root = work / "channels" / channel["ChannelName"]
+        if spec.get("S3DataDistributionType") == "ShardedByS3Key" and instances > 1:
+            # every host's share goes under shards/HOST/CHANNEL; the runner copies none
+            _fetch_prefix(s3, spec["S3Uri"], work / "shards", instances, channel["ChannelName"])
+            root.mkdir(parents=True, mode=0o700)
+        else:
+            _fetch_prefix(s3, spec["S3Uri"], root)
+        spec["S3Uri"] = root.as_uri()
+    checkpoints = (request.get("CheckpointConfig") or {}).get("S3Uri")
+    if checkpoints:
+        _fetch_prefix(s3, str(checkpoints), work / "checkpoints")
+    return local, source
+
+
+def _fetch_prefix(s3: S3Store, uri: str, root: Path, shards: int = 0, channel: str = "") -> None:
+    """Every object under ``uri`` into ``root``, by its key after the prefix.
+
+    With ``shards`` (ShardedByS3Key), the i-th key in key order goes to host
+    ``algo-(i % shards + 1)``, under ``root/algo-k/channel``: each instance gets its share.
+    """
+    bucket, prefix = _split(uri)
+    root.mkdir(parents=True, mode=0o700, exist_ok=bool(shards))
+    for index, key in enumerate(s3.keys(bucket, prefix)):
+        relative = key[len(prefix) :].lstrip("/") or Path(key).name
+        base = root / f"algo-{index % shards + 1}" / channel if shards else root
+        base.mkdir(parents=True, exist_ok=True)
+        target = _inside(base, relative)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(s3.get(bucket, key))
+
+
+def upload_checkpoints(
+    request: dict[str, Any], hosts_dir: Path, s3: S3Store, restored: Path
+) -> int:
+    """What changed in each host's ``/opt/ml/checkpoints`` to CheckpointConfig's S3Uri.
+
+    As SageMaker's sync does, a file left as it was restored is not uploaded again (so
+    another host's untouched copy never overwrites a newer one); returns the files uploaded.
+    """
+    uri = (request.get("CheckpointConfig") or {}).get("S3Uri")
+    if not uri or not hosts_dir.is_dir():
+        return 0
+    bucket, prefix = _split(str(uri))
+    count = 0
+    for host in sorted(hosts_dir.iterdir()):
+        folder = host / "opt" / "ml" / "checkpoints"
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+            relative = path.relative_to(folder)
+            if not path.is_file() or path.is_symlink():
+                continue
+            before = restored / relative
+            if before.is_file() and before.read_bytes() == path.read_bytes():
+                continue
+            key = f"{prefix.rstrip('/')}/{relative.as_posix()}".lstrip("/")
+            s3.put(bucket, key, path.read_bytes())
+            count += 1
+    return count
+
+
+def upload(request: dict[str, Any], name: str, hosts_dir: Path, s3: S3Store, work: Path) -> str:
+    """Pack the hosts' model and output folders, put them under S3OutputPath; the model's URI."""
+    output = str((request.get("OutputDataConfig") or {}).get("S3OutputPath") or "")
+    bucket, prefix = _split(output)
+    upload_checkpoints(request, hosts_dir, s3, work / "checkpoints")
+    hosts = sorted(p / "opt" / "ml" for p in hosts_dir.iterdir()) if hosts_dir.is_dir() else []
+    base = f"{prefix.rstrip('/')}/{name}/output/".lstrip("/")
+    for folder, archive in (("model", "model.tar.gz"), ("output", "output.tar.gz")):
+        path = work / archive
+        tar_dirs([h / folder for h in hosts if (h / folder).is_dir()], path)
+        s3.put(bucket, base + archive, path.read_bytes())
+    return f"s3://{bucket}/{base}model.tar.gz"
+
+
+def program_failure(hosts_dir: Path, runner_line: str | None) -> str | None:
+    """The first 1024 characters of a program's own ``/opt/ml/output/failure``, if one wrote it."""
+    if not hosts_dir.is_dir():
+        return None
+    for host in sorted(hosts_dir.iterdir()):
+        path = host / "opt" / "ml" / "output" / "failure"
+        if path.is_file() and not path.is_symlink():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if text.strip() and text.strip() != (runner_line or "").strip():
+                return text[:FAILURE_CHARS]
+    return None
+
+
+def failure_reason(
+    request: dict[str, Any], exit_code: int, line: str | None, message: str | None = None
+) -> str:
+    """The toolkit's text for a failed user script, then smmpi's line naming rank and host.
+
+    The container command is shortened (``...``) so that the whole fits SageMaker's 1024
+    characters with smmpi's line whole.
+    """
+    try:
+        command = shlex.join(container_mpirun(request))
+    except (KeyError, ValueError, TypeError):
+        command = "mpirun"
+    head = (
+        f"AlgorithmError: ExecuteUserScriptError:\nExitCode {exit_code}\n"
+        f'ErrorMessage "{(message or "")[:300]}"\nCommand "'
+    )
+    tail = f'", exit code: {exit_code}' + (f"\nsmmpi: {line}"[:400] if line else "")
+    room = FAILURE_CHARS - len(head) - len(tail)
+    if len(command) > room:
+        command = command[: max(0, room - 3)] + "..."
+    return head + command + tail
+
+
+def reason(request: dict[str, Any], result: dict[str, Any], hosts_dir: Path) -> str:
+    """FailureReason: serve's own problem, else the program's failure file, else the toolkit's."""
+    if result.get("upload"):
+        reason = str(result["upload"])
+    elif result.get("error"):  # the local runner refused the request before starting it
+        reason = f"ClientError: {result.get('line')}"
+    else:
+        reason = program_failure(hosts_dir, result.get("line")) or (
+            failure_reason(
+                request, int(result.get("exit_code") or 1), result.get("line"), result.get("reason")
+            )
+        )
+    return reason[:FAILURE_CHARS]

@@ -1,0 +1,290 @@
+"""Jobs running: a thread per job, ``--parallel`` slots, the local runner in a worker process.
+
+A job's life, as DescribeTrainingJob shows it:
+Starting (waiting for a slot) -> Downloading (code and channels from S3) ->
+Training (the worker runs the request through the local runner; its output
+becomes the log) -> Uploading (model and output archives to S3) -> Completed,
+Failed, or Stopping -> Stopped. MaxRuntimeInSeconds stops a job as
+StopTrainingJob does, and it ends with secondary status MaxRuntimeExceeded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from smmpi.serve import platform
+from smmpi.serve.jobs import TERMINAL, JobStore
+from smmpi.serve.logs import JobLogs
+from smmpi.serve.s3store import S3Store
+from smmpi.serve.state import read_json, subfolder, write_json
+from smmpi.toolkit.request import hosts
+
+STOP_GRACE = 20.0  # seconds between SIGTERM and SIGKILL, as SageMaker's stop gives the container
+
+
+@dataclass
+class Running:
+    """What serve holds for a job that has not ended yet."""
+
+    thread: threading.Thread | None = None
+    proc: subprocess.Popen[bytes] | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    why_stop: str = "Stopped"  # or MaxRuntimeExceeded
+
+
+def _die_with_parent() -> None:
+    from smmpi.runners.hosts.kernel import die_with_parent
+
+    die_with_parent(signal.SIGKILL)
+
+
+def _worker_env(runs: Path) -> dict[str, str]:
+    """serve's environment without any AWS variable (the ranks get nothing of serve's)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(SMMPI_LOCAL_JOBS=str(runs), SMMPI_LOCAL_JOBS_KEEP="1000000", PYTHONUNBUFFERED="1")
+    return env
+
+
+class JobRunner:
+    """Starts, supervises and stops jobs; answers :mod:`.operations`' ``start`` and ``stop``."""
+
+    def __init__(
+        self,
+        root: Path,
+        store: JobStore,
+        s3: S3Store,
+        logs: JobLogs,
+        *,
+        parallel: int = 1,
+        isolation: str | None = None,
+        event: Callable[[str], None] = lambda line: None,
+    ) -> None:
+        self.store, self.s3, self.logs, self.event = store, s3, logs, event
+        self.isolation = isolation
+        self.work_root = subfolder(root, "work")
+        self.runs = subfolder(root, "runs")
+        self.slots = threading.Semaphore(parallel)
+        self.running: dict[str, Running] = {}
+        self.lock = threading.Lock()
+
+    def recover(self) -> None:
+        """Jobs that were running when serve died end Failed, with a reason; their leftovers go."""
+        for record in self.store.snapshot():
+            if record["TrainingJobStatus"] not in TERMINAL:
+                name = record["TrainingJobName"]
+                reason = "smmpi serve stopped while the job was running; it did not finish"
+                self._end(name, "Failed", FailureReason=reason)
+                self.event(f"{name}: Failed ({reason})")
+        for folder in (self.work_root, self.runs):
+            for leftover in folder.iterdir():
+                shutil.rmtree(leftover, ignore_errors=True)
+
+    def start(self, name: str) -> None:
+        running = Running()
+        with self.lock:
+            self.running[name] = running
+        running.thread = threading.Thread(target=self._guarded, args=(name, running), daemon=True)
+        running.thread.start()
+
+    def stop(self, name: str, why: str = "Stopped") -> None:
+        with self.lock:
+            running = self.running.get(name)
+        if running is None or running.stop.is_set():
+            return
+        running.why_stop = why
+        running.stop.set()
+        self.store.update(name, TrainingJobStatus="Stopping")
+        self.store.transition(name, "Stopping")
+        self.event(f"{name}: Stopping")
+        proc = running.proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                proc.send_signal(signal.SIGTERM)
+
+    def shutdown(self, wait: float = 60.0) -> None:
+        """Stop every job (its artifacts are still uploaded) and wait for them to end."""
+        with self.lock:
+            names = list(self.running)
+        for name in names:
+            self.stop(name)
+        deadline = time.monotonic() + wait
+        for name in names:
+            thread = self.running.get(name, Running()).thread
+            if thread is not None:
+                thread.join(max(0.1, deadline - time.monotonic()))
+
+    def _end(self, name: str, status: str, secondary: str | None = None, **fields: Any) -> None:
+        now = time.time()
+        record = self.store.get(name)
+        start = record.get("TrainingStartTime")
+        if start is not None:
+            seconds = max(1, round(now - start))
+            fields.setdefault("TrainingTimeInSeconds", seconds)
+            fields.setdefault("BillableTimeInSeconds", seconds)
+        self.store.update(name, TrainingJobStatus=status, TrainingEndTime=now, **fields)
+        self.store.transition(name, secondary or status)
+
+    def _guarded(self, name: str, running: Running) -> None:
+        try:
+            self._run(name, running)
+        except Exception as err:  # serve's own failure: the job still ends, with the reason
+            self._end(name, "Failed", FailureReason=f"InternalServerError: {err}"[:1024])
+            self.event(f"{name}: Failed (InternalServerError: {err})")
+        finally:
+            with self.lock:
+                self.running.pop(name, None)
+            shutil.rmtree(self.work_root / name, ignore_errors=True)
+            shutil.rmtree(self.runs / name, ignore_errors=True)
+
+    def _run(self, name: str, running: Running) -> None:
+        record = self.store.get(name)
+        request = {k: v for k, v in record.items() if not k.startswith("_")}
+        why = platform.unsupported(request)
+        if why:
+            self._end(name, "Failed", FailureReason=why)
+            self.event(f"{name}: Failed ({why})")
+            return
+        self.event(f"{name}: Starting")
+        with self.slots:
+            if running.stop.is_set():
+                self._end(name, "Stopped")
+                return
+            self._slot(name, request, record["_Region"], running)
+
+    def _slot(self, name: str, request: dict[str, Any], region: str, running: Running) -> None:
+        self.store.transition(name, "Downloading")
+        self.event(f"{name}: Downloading")
+        work = subfolder(self.work_root, name)
+        try:
+            local, source = platform.download(request, self.s3, work)
+        except (KeyError, ValueError, OSError) as err:
+            reason = f"ClientError: Data download failed: {err}"[:1024]
+            self._end(name, "Failed", FailureReason=reason)
+            self.event(f"{name}: Failed ({reason})")
+            return
+        if running.stop.is_set():
+            self._end(name, "Stopped")
+            return
+        self.store.transition(name, "Training", TrainingStartTime=time.time())
+        self.event(f"{name}: Training")
+        result = self._train(name, local, request, source, region, work, running)
+        self._conclude(name, request, result, work, running)
+
+    def _train(
+        self,
+        name: str,
+        local: dict[str, Any],
+        request: dict[str, Any],
+        source: bytes,
+        region: str,
+        work: Path,
+        running: Running,
+    ) -> dict[str, Any]:
+        (work / "sourcedir.tar.gz").write_bytes(source)
+        spec = {
+            "request": {**local, "TrainingJobName": name},
+            "source": str(work / "sourcedir.tar.gz"),
+            "isolation": self.isolation,
+            "result": str(work / "result.json"),
+            "checkpoints": str(work / "checkpoints") if (work / "checkpoints").is_dir() else None,
+            "shards": str(work / "shards") if (work / "shards").is_dir() else None,
+        }
+        write_json(work / "spec.json", spec)
+        streams = self.logs.open(name, region, hosts(request))
+        first = next(iter(streams))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "smmpi.serve.worker", str(work / "spec.json")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_worker_env(self.runs),
+            preexec_fn=_die_with_parent,
+        )
+        running.proc = proc
+        if running.stop.is_set():
+            proc.send_signal(signal.SIGTERM)
+        assert proc.stdout is not None and proc.stderr is not None
+
+        def to_log(line: str) -> None:
+            self.logs.append(name, region, first, streams[first], [line])
+
+        def to_events(line: str) -> None:
+            self.event(f"{name}: {line}")
+
+        pumps = [
+            threading.Thread(target=_pump, args=(proc.stdout, to_log), daemon=True),
+            threading.Thread(target=_pump, args=(proc.stderr, to_events), daemon=True),
+        ]
+        for pump in pumps:
+            pump.start()
+        self._supervise(name, request, running, proc)
+        for pump in pumps:
+            pump.join(timeout=5)
+        path = work / "result.json"
+        if path.is_file():
+            result: dict[str, Any] = read_json(path)
+            return result
+        status = "Stopped" if running.stop.is_set() else "Failed"
+        line = f"the job's worker ended with code {proc.returncode}"
+        return {"status": status, "exit_code": proc.returncode, "line": line}
+
+    def _supervise(
+        self, name: str, request: dict[str, Any], running: Running, proc: subprocess.Popen[bytes]
+    ) -> None:
+        limit = (request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
+        deadline = time.monotonic() + float(limit) if limit else None
+        stopped_at: float | None = None
+        while proc.poll() is None:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline and not running.stop.is_set():
+                self.stop(name, "MaxRuntimeExceeded")
+            if running.stop.is_set() and stopped_at is None:
+                stopped_at = now
+            if stopped_at is not None and now - stopped_at > STOP_GRACE:
+                with contextlib.suppress(OSError):
+                    proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.2)
+
+    def _conclude(
+        self,
+        name: str,
+        request: dict[str, Any],
+        result: dict[str, Any],
+        work: Path,
+        running: Running,
+    ) -> None:
+        hosts_dir = self.runs / name / "hosts"
+        if not running.stop.is_set():  # a stopped job uploads while it shows Stopping
+            self.store.transition(name, "Uploading")
+        fields: dict[str, Any] = {}
+        try:
+            model = platform.upload(request, name, hosts_dir, self.s3, work)
+            fields["ModelArtifacts"] = {"S3ModelArtifacts": model}
+        except (KeyError, ValueError, OSError) as err:
+            result = {**result, "status": "Failed", "upload": f"ClientError: upload failed: {err}"}
+        status, secondary = result["status"], None
+        if running.stop.is_set():
+            status, secondary = "Stopped", running.why_stop
+        elif status != "Completed":
+            status = "Failed"
+            fields["FailureReason"] = platform.reason(request, result, hosts_dir)
+        self._end(name, status, secondary, **fields)
+        more = f" ({secondary})" if secondary and secondary != status else ""
+        self.event(f"{name}: {status}{more}")
+
+
+def _pump(stream: Any, sink: Callable[[str], None]) -> None:
+    for raw in iter(stream.readline, b""):
+        sink(raw.decode("utf-8", errors="replace").rstrip("\r\n"))

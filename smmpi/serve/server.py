@@ -1,0 +1,165 @@
+"""``smmpi.serve.Server``: the endpoint, its state and its jobs, started and stopped as one.
+
+>>> with Server(state="/tmp/serve-state") as server:   # an ephemeral port on 127.0.0.1
+...     os.environ.update(server.env)                  # any AWS client now trains here
+
+Stopping it stops every running job (each still uploads its artifacts and
+ends ``Stopped``), then saves S3's state.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from smmpi.serve.app import App
+from smmpi.serve.jobs import ACCOUNT, JobStore
+from smmpi.serve.logs import JobLogs
+from smmpi.serve.runner import JobRunner
+from smmpi.serve.s3store import S3Store
+from smmpi.serve.state import Keys, load_keys, read_json, state_folder, write_json
+
+DEFAULT_REGION = "us-west-2"
+SDK_CONFIG = "sagemaker-config.yaml"
+RUNNING = "server.json"  # the running serve's address, for `smmpi serve --env`
+
+
+def _fresh_moto() -> None:
+    """moto's backends are this process's: empty them, so only the state folder fills them."""
+    from moto.moto_api._internal.models import moto_api_backend
+
+    moto_api_backend.reset()
+
+
+class Server:
+    """SageMaker's training API, S3, Logs, STS, IAM and CloudFormation on one local port."""
+
+    def __init__(
+        self,
+        state: str | Path | None = None,
+        *,
+        port: int = 0,
+        bind: str = "127.0.0.1",
+        parallel: int = 1,
+        isolation: str | None = None,
+        region: str = DEFAULT_REGION,
+        event: Callable[[str], None] | None = None,
+    ) -> None:
+        self.root = state_folder(state)
+        self.port, self.bind, self.region = port, bind, region
+        self.parallel, self.isolation = parallel, isolation
+        self.event = event or (lambda line: None)
+        self.keys: Keys = load_keys(self.root)
+        self._httpd: Any = None
+        self._url: str | None = None
+        self._thread: threading.Thread | None = None
+
+    def running_url(self) -> str | None:
+        """The address of the serve running on this state folder, if one is."""
+        path = self.root / RUNNING
+        if not path.is_file():
+            return None
+        data = read_json(path)
+        try:
+            os.kill(int(data["pid"]), 0)
+        except (OSError, ValueError):
+            return None
+        return str(data["url"])
+
+    def use_url(self, url: str) -> None:
+        """Speak of another process's serve on this state folder (``smmpi serve --env``)."""
+        self._url = url
+
+    @property
+    def url(self) -> str:
+        if self._url:
+            return self._url
+        host = "127.0.0.1" if self.bind in ("0.0.0.0", "") else self.bind
+        return f"http://{host}:{self.port}"
+
+    @property
+    def default_bucket(self) -> str:
+        """The bucket the SDK's ``Session().default_bucket()`` names (serve creates it)."""
+        return f"sagemaker-{self.region}-{ACCOUNT}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The variables a client needs: endpoint, region, serve's key pair, and the SDK's
+        config (its default bucket, telemetry off: the SDK would ask AWS's own STS for both)."""
+        return {
+            "AWS_ENDPOINT_URL": self.url,
+            "AWS_REGION": self.region,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_ACCESS_KEY_ID": self.keys.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.keys.secret_key,
+            "SAGEMAKER_USER_CONFIG_OVERRIDE": str(self.root / SDK_CONFIG),
+        }
+
+    def _sdk_config(self) -> None:
+        modules = {"Session": {"DefaultS3Bucket": self.default_bucket}, "TelemetryOptOut": True}
+        config = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": modules}}}
+        write_json(self.root / SDK_CONFIG, config)  # JSON is YAML
+        self.s3.ensure_bucket(self.default_bucket, self.region)
+
+    def start(self) -> Server:
+        from moto.moto_server.werkzeug_app import MotoRequestHandler
+        from werkzeug.serving import make_server
+
+        _fresh_moto()
+        self.s3 = S3Store(self.root)
+        self.s3.restore()
+        self._sdk_config()
+        self.logs = JobLogs(self.root)
+        self.logs.restore()
+        self.store = JobStore(self.root)
+        self.runner = JobRunner(
+            self.root, self.store, self.s3, self.logs,
+            parallel=self.parallel, isolation=self.isolation, event=self.event,
+        )  # fmt: skip
+        self.runner.recover()
+        app = App(self.keys, self.runner, self._written)
+        for service in ("s3", "logs", "sts"):
+            app.moto_app(service)  # the first request should not pay for moto's imports
+
+        class Quiet(MotoRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive: a poller reuses its connection
+
+            def log_request(self, *args: Any, **kwargs: Any) -> None:
+                """One line per job event is what serve prints, not one per request."""
+
+        self._httpd = make_server(self.bind, self.port, app, threaded=True, request_handler=Quiet)
+        self.port = self._httpd.server_port
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        write_json(self.root / RUNNING, {"url": self.url, "pid": os.getpid()})
+        return self
+
+    def _written(self, service: str) -> None:
+        if service in ("s3", "cloudformation"):
+            self.s3.sync()
+
+    def stop(self) -> None:
+        """Stop every job (artifacts still uploaded), stop listening, save S3."""
+        if self._httpd is None:
+            return
+        (self.root / RUNNING).unlink(missing_ok=True)
+        self.runner.shutdown()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._httpd = None
+        self.s3.sync()
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,101 @@
+"""serve's state folder: its key pair, and safe paths under it.
+
+Everything serve keeps lives under one folder (``--state``, default
+``~/.smmpi/serve``), created 0700; every file in it is written 0600 through
+a temporary name and never through a link. Names that come from requests
+(job names, bucket names, S3 keys) never become paths: jobs are checked
+against SageMaker's name pattern, objects are stored under a hash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smmpi.errors import BadInput
+
+DEFAULT_STATE = Path("~/.smmpi/serve")
+_KEY_FILE = "credentials.json"
+
+
+@dataclass(frozen=True)
+class Keys:
+    """serve's own key pair: the only one it accepts."""
+
+    access_key: str
+    secret_key: str
+
+
+def state_folder(path: str | Path | None) -> Path:
+    """The state folder, created 0700 (a link or a file there is refused)."""
+    folder = Path(path or DEFAULT_STATE).expanduser().absolute()
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise BadInput("--state", str(folder), "a folder (not a link or a file)")
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+    except OSError as err:
+        raise BadInput(
+            "--state", str(folder), f"a folder serve can write ({err.strerror})"
+        ) from None
+    return folder
+
+
+def subfolder(root: Path, *parts: str) -> Path:
+    """``root/parts...``, created 0700; each part must be one plain path component."""
+    folder = root
+    for part in parts:
+        if not part or part in (".", "..") or "/" in part or "\0" in part:
+            raise ValueError(f"not a plain name: {part!r}")
+        folder = folder / part
+        if folder.is_symlink():
+            raise ValueError(f"{folder} is a link")
+        folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` (0600) through a temporary file, never through a link."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_private(path, json.dumps(data, default=str).encode())
+
+
+def read_json(path: Path) -> Any:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        return json.loads(f.read())
+
+
+def _new_keys() -> Keys:
+    upper = string.ascii_uppercase + string.digits
+    access = "AKIA" + "".join(secrets.choice(upper) for _ in range(16))
+    alphabet = string.ascii_letters + string.digits + "+/"
+    secret = "".join(secrets.choice(alphabet) for _ in range(40))
+    return Keys(access, secret)
+
+
+def load_keys(folder: Path) -> Keys:
+    """serve's key pair, generated at the first start and kept 0600 in the state folder."""
+    path = folder / _KEY_FILE
+    if path.exists() or path.is_symlink():
+        data = read_json(path)
+        return Keys(str(data["access_key"]), str(data["secret_key"]))
+    keys = _new_keys()
+    write_json(path, {"access_key": keys.access_key, "secret_key": keys.secret_key})
+    return keys

@@ -1,0 +1,88 @@
+"""One job run by the local runner, in a process of its own (``python -m smmpi.serve.worker SPEC``).
+
+serve starts one worker per job, so a job is stopped the way a terminal
+stops ``submit --local``: SIGTERM becomes Ctrl-C in this process's main
+thread, and the local runner ends every rank. The worker dies with serve
+(``PR_SET_PDEATHSIG``), and its run's reaper dies with it. The ranks' output
+goes to stdout (the job's log), smmpi's progress lines to stderr; how the run
+ended is written as JSON to the spec's ``result`` path.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _restore(spec: dict[str, Any]) -> Callable[[dict[str, Any]], None] | None:
+    """Lay what serve downloaded for each host into its tree before the runner fills it:
+    CheckpointConfig's files into every host's /opt/ml/checkpoints, and each host's share
+    of a ShardedByS3Key channel (``shards/algo-k/CHANNEL``) into its input/data."""
+    saved, shards = spec.get("checkpoints"), spec.get("shards")
+    if not saved and not shards:
+        return None
+
+    def restore(record: dict[str, Any]) -> None:
+        from smmpi.toolkit.request import hosts
+
+        for host in hosts(spec["request"]):
+            opt_ml = Path(record["LocalHostsDir"]) / host / "opt" / "ml"
+            if saved:
+                shutil.copytree(saved, opt_ml / "checkpoints", symlinks=True, dirs_exist_ok=True)
+            share = Path(shards or "") / host
+            if shards and share.is_dir():
+                shutil.copytree(share, opt_ml / "input" / "data", dirs_exist_ok=True)
+
+    return restore
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    from smmpi.api import options
+    from smmpi.errors import SmmpiError
+    from smmpi.runners.base import writer
+    from smmpi.runners.local.job import run_request
+
+    source = Path(spec["source"]).read_bytes()
+    chosen = options(
+        progress=writer(sys.stderr),
+        out=sys.stdout,
+        err=sys.stdout,
+        isolation=spec.get("isolation"),
+        keep=True,
+    )
+    try:
+        job = run_request(spec["request"], source, chosen, on_start=_restore(spec))
+    except KeyboardInterrupt:
+        return {"status": "Stopped", "exit_code": 130, "line": "stopped before the ranks started"}
+    except SmmpiError as err:
+        return {"status": "Failed", "exit_code": 2, "line": str(err), "error": True}
+    result = job.result
+    return {
+        "status": job.status,
+        "exit_code": job.exit_code,
+        "line": result.failure_line,
+        "reason": result.reason,
+        "run_status": result.status,
+        "folder": str(job.folder),
+    }
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _interrupt)
+    spec_path = Path(sys.argv[1])
+    spec = json.loads(spec_path.read_text(encoding="utf-8"))
+    answer = run(spec)
+    Path(spec["result"]).write_text(json.dumps(answer), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
