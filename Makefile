@@ -19,7 +19,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint typecheck pytest test-fallback bench clean
+.PHONY: demo test lint typecheck pytest test-fallback bench clean sshd
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,18 @@ $(TOOLKIT_TF)/.installed: $(TOOLKIT_VENV)/.installed tests/oracle/requirements-t
 	$(TOOLKIT_VENV)/bin/pip install -q --no-deps --upgrade --target $(TOOLKIT_TF) \
 		-r tests/oracle/requirements-tf.txt
 	touch $@
+
+# Exact mode (--exact) runs a real sshd on port 22 of every emulated instance, as the Deep
+# Learning Containers do: Debian's openssh-server, installed as root. Nothing is started or
+# configured on this machine; each run configures its own in the instances' namespaces.
+sshd:
+	@if [ -x /usr/sbin/sshd ]; then echo "sshd: $$(/usr/sbin/sshd -V 2>&1 | head -1)"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends openssh-server >/dev/null && \
+		echo "sshd: installed $$(/usr/sbin/sshd -V 2>&1 | head -1)"; \
+	else echo "sshd: install Debian's openssh-server as root (apt-get install openssh-server)"; \
+		exit 1; fi
 
 demo: $(VENV)/.installed
 	$(BIN)/smmpi submit demo --instances 3 --ppn 2 --local
