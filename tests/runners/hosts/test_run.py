@@ -152,7 +152,7 @@ def test_sigkill_of_smmpi_leaves_nothing(
     )
     proc = subprocess.Popen(
         [str(BIN / "smmpi"), "run", str(script), "-N", "3", "-n", "2"],
-        env=env,
+        env={**env, "PYTHONUNBUFFERED": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
@@ -182,7 +182,7 @@ def _ranks_of(script: Path) -> list[int]:
             words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"mpi4py" in words and script.name.encode() in words:
+        if words[1:4] == [b"-m", b"mpi4py", script.name.encode()]:
             found.append(int(pid))
     return found
 
