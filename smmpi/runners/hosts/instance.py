@@ -39,6 +39,7 @@ class Instance:
     sockets: str = ""  # the folder of the launch services' sockets ("": no service)
     keep: tuple[str, ...] = ()  # folders that stay the machine's when under a PRIVATE one
     env: dict[str, str] | None = field(default=None, hash=False)  # commands' environment
+    records: str = ""  # where ranks record their end (rank-R.exit): "" no stray is killed
 
 
 def _rebind(root_fd: int, root: str, entries: list[str], skip: str) -> None:
@@ -240,4 +241,5 @@ def hold(instance: Instance, report: int, go: int) -> int:
         while os.read(go, 64):  # until the pod ends
             pass
         return 0
-    return service.serve(listener, go, instance.env)
+    strays = service.Strays(instance.records, instance.name, []) if instance.records else None
+    return service.serve(listener, go, instance.env, strays)

@@ -62,6 +62,9 @@ class Pod:
     # Folders the instances need from this machine where an instance has its own (/tmp,
     # /root, ...): the run folder, this Python and smmpi are always kept.
     keep: tuple[Path, ...] = ()
+    # Where ranks record their end (``rank-R.exit``): each instance's launch service kills
+    # what a rank left there once it has ended, and names it (service.py). None: never.
+    records: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,7 @@ def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> di
         "sockets": str(sockets),
         "keep": _kept(pod),
         "host_env": [dict(e) for e in pod.host_env] or None,
+        "records": str(pod.records) if pod.records else None,
         "argv": list(argv),
         "env": dict(env),
         "cwd": cwd,

@@ -139,6 +139,7 @@ def set_up(spec: dict[str, Any]) -> list[Holder]:
             spec["sockets"],
             tuple(spec["keep"]),
             envs[k - 1],
+            spec["records"] or "",
         )
         for k, name in enumerate(hosts, start=1)
     ]

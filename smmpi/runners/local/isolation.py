@@ -201,7 +201,7 @@ def _hosts(
     trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
     mpi_prefix = Path(launcher.mpirun).resolve().parent.parent
     keep = (Path(python).parent, Path(python).resolve().parent, mpi_prefix, *map(Path, extra_paths))
-    pod = launch.Pod(tuple(shape.hosts), trees, run_dir, envs, keep)
+    pod = launch.Pod(tuple(shape.hosts), trees, run_dir, envs, keep, stack_dir(run_dir))
     # Each rank starts under the rank watcher, which records how it ended; its host file adds
     # no variable: the instance's environment and mpirun's -x have made the rank's already.
     watcher = rank_command(write_host_file(run_dir, "isolated", {}), [python], python)

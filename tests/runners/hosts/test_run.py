@@ -311,3 +311,18 @@ def test_this_shells_credentials_stay_out_of_the_instances(
     for path in (tmp_path / "local-jobs" / "creds").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+def test_a_process_left_on_another_instance_is_killed_and_named(
+    env: dict[str, str], tmp_path: Path, nothing_left: None
+) -> None:
+    """algo-2's launch service owns what its ranks leave: the run ends, and says what it killed."""
+    script = tmp_path / "leave.py"
+    script.write_text(
+        "import subprocess\nfrom mpi4py import MPI\n"
+        "if MPI.COMM_WORLD.Get_rank() == 3:\n    subprocess.Popen(['sleep', '300'])\n"
+        "MPI.COMM_WORLD.Barrier()\n"
+    )
+    r = smmpi(["run", str(script), "-N", "2", "-n", "2", "--timeout", "60"], env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "stray process(es) left by rank 3 (algo-2): sleep 300" in r.stderr, r.stderr
