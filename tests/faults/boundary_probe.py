@@ -57,7 +57,7 @@ def open_for_writing(path):
 
 def environs():
     """Every AWS_ variable any visible process holds, and which environments were readable."""
-    found, readable, refused = [], [], []
+    found, readable, refused, ranks = [], [], [], set()
     for pid in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int):
         try:
             raw = Path(f"/proc/{pid}/environ").read_bytes()
@@ -68,7 +68,9 @@ def environs():
         for entry in raw.split(b"\0"):
             if entry.startswith(b"AWS_"):
                 found.append([int(pid), entry.decode(errors="replace")])
-    return found, readable, refused
+            if entry.startswith(b"OMPI_COMM_WORLD_RANK="):
+                ranks.add(int(entry.split(b"=")[1]))
+    return found, readable, refused, sorted(ranks)
 
 
 def capabilities():
@@ -124,7 +126,7 @@ row["marks"] = {folder: sorted(p.name for p in Path(folder).glob("mark-*")) for 
 row["etc readable"] = Path("/etc/passwd").read_text().startswith("root:")
 row["home"] = os.environ.get("HOME")
 row["tmpdir"] = os.environ.get("TMPDIR")
-row["aws"], row["environ readable"], row["environ refused"] = environs()
+row["aws"], row["environ readable"], row["environ refused"], row["ranks seen"] = environs()
 row["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
 comm.Barrier()
 print(json.dumps(row), flush=True)

@@ -7,6 +7,7 @@ the keys on, run their own.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -24,13 +25,14 @@ from typing import Any
 import pytest
 
 from tests.helpers import BIN, base_env, smmpi
-from tests.runners.hosts.footprint import Machine, namespaces_in_use, new_namespaces
+from tests.runners.hosts.footprint import Machine, wait_gone
 
 PROBE = Path(__file__).with_name("boundary_probe.py")
 KINDS = ("pid", "uts", "ipc", "net", "mnt", "cgroup")
 #: Docker's default capabilities: what a SageMaker training container holds.
 CONTAINER = "00000000a80425fb"
 PRIVATE = ("/tmp", "/var/tmp", "/root", "/dev/shm", "/etc")
+SCRATCH = " /tmp/pytest-of-"
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,15 @@ class Host:
             return subprocess.run(["ip", *words], capture_output=True, text=True).stdout
 
         marks = tuple(str(p) for folder in PRIVATE for p in Path(folder).glob("mark-algo-*"))
+        machine = Machine.now()
+        # other test sessions on this machine mount scratch file systems under pytest's folder
+        mounts = tuple(m for m in machine.mounts if SCRATCH not in m)
         return cls(
             socket.gethostname(),
             ip("route"),
             ip("-o", "link"),
             Path("/etc/hosts").read_text(),
-            Machine.now(),
+            dataclasses.replace(machine, mounts=mounts),
             marks,
         )
 
@@ -75,8 +80,11 @@ def _env(tmp_path: Path, keys: dict[str, str], isolation: str) -> dict[str, str]
     return env
 
 
-def _outside_namespaces(rank_pids: list[int]) -> list[str]:
-    """Processes a rank can reach (its PID namespace) that share a namespace with this machine."""
+def _outside_namespaces(rank_pids: list[int], pod: set[str]) -> list[str]:
+    """Processes a rank can reach (its PID namespace) that share a namespace with this machine.
+
+    Adds to ``pod`` every namespace of those processes, to check they are gone afterwards.
+    """
     own = {kind: os.readlink(f"/proc/self/ns/{kind}") for kind in KINDS}
     reachable = {os.readlink(f"/proc/{pid}/ns/pid") for pid in rank_pids}
     shared = []
@@ -84,10 +92,12 @@ def _outside_namespaces(rank_pids: list[int]) -> list[str]:
         try:
             if os.readlink(f"/proc/{pid}/ns/pid") not in reachable:
                 continue
-            same = [k for k in KINDS if os.readlink(f"/proc/{pid}/ns/{k}") == own[k]]
+            kinds = {k: os.readlink(f"/proc/{pid}/ns/{k}") for k in KINDS}
             command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:80]
         except OSError:
             continue
+        pod.update(v for k, v in kinds.items() if v != own[k])
+        same = [k for k in KINDS if kinds[k] == own[k]]
         if same:
             shared.append(f"{pid} {command.decode(errors='replace')}: {same}")
     return shared
@@ -117,7 +127,7 @@ class ProbeRun:
 
 
 def _read_rows(
-    proc: subprocess.Popen[str], go: Path, deadline: float
+    proc: subprocess.Popen[str], go: Path, deadline: float, pod: set[str]
 ) -> tuple[list[str], list[str]]:
     """Rank 0 waits for ``go``: check the namespaces of the pod meanwhile, then let it go on."""
     assert proc.stdout is not None
@@ -134,7 +144,7 @@ def _read_rows(
         if '{"ready"' in line:
             pids = _rank_pids(PROBE.name)
             assert len(pids) == 4, pids
-            shared = _outside_namespaces(pids)
+            shared = _outside_namespaces(pids, pod)
             go.write_text("go")
     return lines, shared
 
@@ -144,7 +154,7 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProbeRun]:
     tmp_path = tmp_path_factory.mktemp("boundary")
     keys = _keys()
     env = _env(tmp_path, keys, "hosts")
-    before, namespaces = Host.now(), namespaces_in_use()
+    before, pod = Host.now(), set()
     argv = [str(BIN / "smmpi"), "submit", str(PROBE), "-N", "2", "-n", "2", "--local"]
     argv += ["--job-name", "boundary", "--timeout", "200"]
     go = tmp_path / "local-jobs" / "boundary" / "hosts" / "algo-1" / "opt" / "ml" / "go"
@@ -152,7 +162,7 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProbeRun]:
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        lines, shared = _read_rows(proc, go, time.monotonic() + 240)
+        lines, shared = _read_rows(proc, go, time.monotonic() + 240, pod)
         _, stderr = proc.communicate(timeout=60)
     finally:
         proc.kill()
@@ -161,7 +171,7 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProbeRun]:
         if "<stdout>:{" in line and '"ready"' not in line:
             row = json.loads(line.split("<stdout>:", 1)[1])
             rows[row["rank"]] = row
-    assert new_namespaces(namespaces) == set()
+    assert pod and wait_gone(pod) == []
     yield ProbeRun(keys, proc.returncode, stderr, rows, shared, before, Host.now())
 
 
@@ -183,6 +193,13 @@ def test_no_process_a_rank_sees_holds_this_shells_credentials(probe: ProbeRun) -
         assert leaked == [], row["rank"]
         assert 1 in row["pids"] and len(row["environ readable"]) >= 4  # itself, mpirun, ...
         assert row["aws"] == []  # no AWS_ variable at all: the user passed none
+
+
+def test_a_rank_sees_the_processes_of_its_own_instance_only(probe: ProbeRun) -> None:
+    """As a container sees only its own: each instance has a PID namespace of its own."""
+    for row in probe.rows.values():
+        first = row["rank"] - row["rank"] % 2
+        assert row["ranks seen"] == [first, first + 1], row["rank"]
 
 
 def test_ranks_hold_a_containers_capabilities_only(probe: ProbeRun) -> None:
@@ -272,7 +289,7 @@ def test_kill_of_every_process_stays_inside_the_pod(tmp_path: Path) -> None:
     script = tmp_path / "kill_all.py"
     script.write_text(KILL_ALL)
     bystander = subprocess.Popen(["sleep", "300"])
-    before, namespaces = Host.now(), namespaces_in_use()
+    before = Host.now()
     try:
         start = time.monotonic()
         r = smmpi(["run", str(script), "-N", "2", "-n", "2", "--timeout", "120"], env, timeout=200)
@@ -281,7 +298,6 @@ def test_kill_of_every_process_stays_inside_the_pod(tmp_path: Path) -> None:
         assert took < 100, took  # ended by the kill, not by the timeout
         assert r.stderr.strip().splitlines()[-1].startswith("smmpi: ")
         assert bystander.poll() is None
-        assert new_namespaces(namespaces) == set()
         assert Host.now() == before
     finally:
         bystander.send_signal(signal.SIGKILL)

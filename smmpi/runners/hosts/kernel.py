@@ -140,10 +140,6 @@ def drop_capabilities(keep: int = CONTAINER_CAPABILITIES) -> None:
     _check(_libc.capset(ctypes.byref(header), data), "capset", hex(keep))
 
 
-def prctl(option: int, value: int) -> None:
-    _check(_libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0), "prctl", str(option))
-
-
 def die_with_parent(signo: int) -> None:
     """The kernel sends ``signo`` to this process when the thread that forked it exits."""
     _check(_libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signo), 0, 0, 0), "prctl", "PDEATHSIG")

@@ -10,7 +10,8 @@ with its status.
 The inner process (PID 1):
 - mounts a /proc of its own, so PIDs inside mean the same to every tool, with the parts a
   container cannot write read-only (/proc/sys, /proc/sysrq-trigger, ...), as Docker does;
-- forks one holder per instance (instance.py), which serves the launch agent there;
+- forks one holder per instance (instance.py), which gives the instance a PID namespace
+  of its own (a container sees only its own processes) and serves the launch agent there;
 - makes, in its own network namespace, the bridge and one veth pair per instance;
 - runs the command inside algo-1's namespaces, with a container's capabilities only, as
   the container runs mpirun on algo-1;
@@ -109,21 +110,15 @@ def _wire(spec: dict[str, Any], holders: list[Holder], instances: list[instance.
         _expect_ok(holder, inst.name)
 
 
-#: /proc entries a container gets read-only (Docker's list), and those it cannot read at all.
-PROC_READ_ONLY = ("bus", "fs", "irq", "sys", "sysrq-trigger")
-PROC_MASKED = ("kcore", "keys", "timer_list", "sched_debug", "latency_stats")
-
-
-def _protect_proc() -> None:
-    for name in PROC_READ_ONLY:
-        path = f"/proc/{name}"
-        if os.path.exists(path):
-            kernel.mount(path, path, None, kernel.MS_BIND | kernel.MS_REC)
-            kernel.read_only(path)
-    for name in PROC_MASKED:
-        path = f"/proc/{name}"
-        if os.path.exists(path):
-            kernel.mount("/dev/null", path, None, kernel.MS_BIND)
+def _pid_stride(count: int) -> int:
+    """Each instance's process ids start at a multiple of this, so that ids inside the
+    instances are unique in the run (smmpi signals a rank by the id it recorded)."""
+    try:
+        with open("/proc/sys/kernel/pid_max") as f:
+            pid_max = int(f.read())
+    except (OSError, ValueError):
+        pid_max = 32768
+    return max(pid_max // (count + 1), 2)
 
 
 def set_up(spec: dict[str, Any]) -> list[Holder]:
@@ -140,6 +135,7 @@ def set_up(spec: dict[str, Any]) -> list[Holder]:
             tuple(spec["keep"]),
             envs[k - 1],
             spec["records"] or "",
+            k * _pid_stride(len(hosts)),
         )
         for k, name in enumerate(hosts, start=1)
     ]
@@ -176,11 +172,12 @@ def inner(spec: dict[str, Any]) -> int:
     flags = kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC
     kernel.mount("proc", "/proc", "proc", flags)
     try:
-        _protect_proc()
+        instance.protect_proc()
         holders = set_up(spec)
     except (SetupError, OSError) as err:
         print(f"{PREFIX}: set-up failed: {err}", file=sys.stderr, flush=True)
         return SETUP_FAILED
+    kernel.enter(holders[0].pid, ("pid_for_children",))  # the command is algo-1's process
     pid = os.fork()
     if pid == 0:
         _exec_in(holders[0], spec)

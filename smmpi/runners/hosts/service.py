@@ -11,17 +11,11 @@ ends as the command ends.
 
 So nothing a rank can start holds more than a container's capabilities: the agent
 itself needs none to reach another instance.
-
-The service is also the instance's subreaper: a process a rank leaves behind there (and
-the daemonized orted) is re-parented to it. Once that rank has recorded its end
-(``rank-R.exit`` in the run's records folder), what it left is killed and named in
-``strays-HOST.json`` there, so no leftover keeps a finished run's output open.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import selectors
 import signal
@@ -36,8 +30,6 @@ STATUS = struct.Struct("!i")  # the command's wait status, sent back when it end
 FDS = 3  # the agent's stdin, stdout and stderr
 MAX_REQUEST = 64 << 20
 REQUEST_SECONDS = 10.0  # a client that has not sent its request by then is dropped
-SWEEP_SECONDS = 0.25  # between looks for processes left by ranks that have ended
-PR_SET_CHILD_SUBREAPER = 36
 FORWARDED = frozenset(
     (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 )
@@ -182,72 +174,14 @@ def _from_agent(sel: selectors.BaseSelector, session: Session) -> None:
     sel.unregister(session.conn)  # its end still comes through the pidfd
 
 
-def _children() -> list[int]:
-    kids: list[int] = []
-    with contextlib.suppress(OSError):
-        for task in os.listdir("/proc/self/task"):
-            with contextlib.suppress(OSError, ValueError):
-                with open(f"/proc/self/task/{task}/children") as f:
-                    kids += [int(k) for k in f.read().split()]
-    return kids
-
-
-def _rank_of(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            env = dict(e.partition(b"=")[::2] for e in f.read().split(b"\0"))
-    except OSError:
-        return None
-    rank = env.get(b"OMPI_COMM_WORLD_RANK") or env.get(b"PMIX_RANK") or b""
-    return int(rank) if rank.isdigit() else None
-
-
-@dataclass
-class Strays:
-    """Processes left by the ranks of this instance, killed once their rank has ended."""
-
-    records: str
-    host: str
-    killed: list[dict[str, object]]
-
-    def sweep(self, sessions: dict[int, Session]) -> None:
-        for pid in _children():
-            rank = _rank_of(pid)
-            if pid in sessions or rank is None:
-                continue
-            if not os.path.exists(os.path.join(self.records, f"rank-{rank}.exit")):
-                continue
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            except OSError:
-                continue
-            if command:  # else a zombie: reaped, not killed
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                self.killed.append({"rank": rank, "pid": pid, "command": command})
-                self._write()
-
-    def _write(self) -> None:
-        path = os.path.join(self.records, f"strays-{self.host}.json")
-        with contextlib.suppress(OSError):
-            with open(path + ".tmp", "w", encoding="utf-8") as f:
-                f.write(json.dumps(self.killed))
-            os.replace(path + ".tmp", path)
-
-
-def serve(
-    listener: socket.socket, pod: int, env: dict[str, str] | None, strays: Strays | None = None
-) -> int:
+def serve(listener: socket.socket, pod: int, env: dict[str, str] | None) -> int:
     """Start what agents ask for until ``pod`` (a pipe from the pod) reaches end of file."""
-    with contextlib.suppress(OSError):
-        kernel.prctl(PR_SET_CHILD_SUBREAPER, 1)
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, "listener")
     sel.register(pod, selectors.EVENT_READ, "pod")
     sessions: dict[int, Session] = {}
     while True:
-        for key, _ in sel.select(SWEEP_SECONDS if strays is not None else None):
+        for key, _ in sel.select():
             if key.data == "pod":
                 if not os.read(pod, 64):
                     return 0
@@ -261,5 +195,3 @@ def serve(
             elif key.data[0] == "agent":
                 _from_agent(sel, key.data[1])
         _reap(sel, sessions)
-        if strays is not None:
-            strays.sweep(sessions)

@@ -211,7 +211,8 @@ def _hosts(
     # smmpi's reaper outside: a reaper of the same kind, inside, owns mpirun and collects them.
     # (no rank count: orted, which has no rank, is collected only when mpirun has ended)
     inside = reaper_command(argv, stack_dir(run_dir), None, None, python)
-    inside[inside.index("--parent") + 1] = "1"  # the pod's first process
+    # its parent, the pod's first process, is outside algo-1's PID namespace: it has id 0 there
+    inside[inside.index("--parent") + 1] = "0"
     command = launch.command(pod, inside, envs[0], f"{CONTAINER_ROOT}/code")
     # The pod starts from nothing of this environment: what the instances get is in its spec.
     return Launch(command.argv, launch.pod_env(), "hosts", pids.outside_ids, (command.spec_fd,))
