@@ -18,12 +18,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from smmpi.runners.hosts import kernel, service
+from smmpi.runners.hosts import first, kernel, service
 from smmpi.runners.hosts.strays import Strays
 
 #: Folders each instance has of its own, empty at start (as in a fresh container).
@@ -226,75 +225,13 @@ def set_up(instance: Instance) -> None:
     kernel.link_up("lo")
 
 
-#: /proc entries a container gets read-only (Docker's list), and those it cannot read at all.
-PROC_READ_ONLY = ("bus", "fs", "irq", "sys", "sysrq-trigger")
-PROC_MASKED = ("kcore", "keys", "timer_list", "sched_debug", "latency_stats")
-
-
-def protect_proc() -> None:
-    """Make /proc what a container gets: its kernel settings read-only, some files hidden."""
-    for name in PROC_READ_ONLY:
-        path = f"/proc/{name}"
-        if os.path.exists(path):
-            kernel.mount(path, path, None, kernel.MS_BIND | kernel.MS_REC)
-            kernel.read_only(path)
-    for name in PROC_MASKED:
-        path = f"/proc/{name}"
-        if os.path.exists(path):
-            kernel.mount("/dev/null", path, None, kernel.MS_BIND)
-
-
-SWEEP_SECONDS = 0.25  # between looks for processes left by ranks that have ended
-
-
-def _init(ready: int, first_pid: int, strays: Strays | None) -> None:
-    """PID 1 of the instance (in the forked child): its /proc, then it reaps orphans and
-    kills what ranks that have ended left behind."""
-    try:
-        flags = kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC
-        kernel.mount("proc", "/proc", "proc", flags)
-        if first_pid > 1:
-            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-                f.write(str(first_pid - 1))
-        protect_proc()
-        os.write(ready, b"ok")
-    except OSError as err:
-        os.write(ready, str(err).encode())
-        os._exit(1)
-    os.close(ready)
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
-    while True:
-        with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        if strays is not None:
-            strays.sweep()
-        signal.sigtimedwait([signal.SIGCHLD], SWEEP_SECONDS if strays is not None else 5.0)
-
-
-def start_init(first_pid: int, strays: Strays | None = None) -> int:
-    """A PID namespace for the instance: its PID 1 is forked here, before any other process."""
-    kernel.unshare(kernel.CLONE_NEWPID)
-    ready_r, ready_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(ready_r)
-        _init(ready_w, first_pid, strays)
-    os.close(ready_w)
-    with os.fdopen(ready_r, "rb") as pipe:
-        said = pipe.read().decode(errors="replace")
-    if said != "ok":
-        raise OSError(f"the instance's first process: {said or 'ended'}")
-    return pid
-
-
 def hold(instance: Instance, report: int, go: int) -> int:
     """The holder's whole life (in the forked child); returns its exit status."""
     try:
         set_up(instance)
         listener = service.listen(instance.sockets, instance.name) if instance.sockets else None
         strays = Strays(instance.records, instance.name) if instance.records else None
-        start_init(instance.first_pid, strays)
+        first.start(instance.first_pid, strays)
         os.write(report, b"ok\n")
         if os.read(go, 1) != b"g":  # the pod has moved eth0 in, or has ended
             return 0

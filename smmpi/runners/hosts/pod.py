@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from smmpi.runners.hosts import instance, kernel, plan
+from smmpi.runners.hosts import first, instance, kernel, plan
 
 SETUP_FAILED = 125  # exit status when the instances could not be set up; stderr says why
 PREFIX = "smmpi: isolated hosts"
@@ -172,7 +172,7 @@ def inner(spec: dict[str, Any]) -> int:
     flags = kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC
     kernel.mount("proc", "/proc", "proc", flags)
     try:
-        instance.protect_proc()
+        first.protect_proc()
         holders = set_up(spec)
     except (SetupError, OSError) as err:
         print(f"{PREFIX}: set-up failed: {err}", file=sys.stderr, flush=True)
