@@ -27,9 +27,18 @@ import json, os
 from mpi4py import MPI
 
 rank = MPI.COMM_WORLD.Get_rank()
-with open(os.path.join(os.environ["DUMP_DIR"], f"rank-{rank}.json"), "w") as f:
+# into the rank's own model dir (an isolated instance's /tmp is not this machine's)
+with open(os.path.join(os.environ["SM_MODEL_DIR"], f"rank-{rank}.json"), "w") as f:
     json.dump(dict(os.environ), f)
 """
+
+
+def _dumps(hosts_dir: Path) -> dict[int, dict[str, str]]:
+    """What every rank dumped, from each instance's model dir on this machine."""
+    files = hosts_dir.glob("algo-*/opt/ml/model/rank-*.json")
+    return {int(p.stem.split("-")[1]): json.loads(p.read_text()) for p in files}
+
+
 # Open MPI's own variables: set by mpirun/orted for every rank, in the container too.
 MPI_OWN = ("OMPI_", "OPAL_", "PMIX_", "PRTE_", "ORTE_", "HWLOC_")
 MPI_OWN_NAMES = frozenset({"PWD", "IPATH_NO_BACKTRACE", "HFI_NO_BACKTRACE"})
@@ -45,16 +54,14 @@ def _run(framework: str, tmp_path: Path, env: dict[str, str]) -> dict[str, Any]:
     src = tmp_path / "src"
     src.mkdir()
     (src / "dump.py").write_text(DUMP, encoding="utf-8")
-    dumps = tmp_path / "dumps"
-    dumps.mkdir()
     run_env = {**env, **SHELL_SECRETS, "SMMPI_LOCAL_JOBS": str(tmp_path / "jobs")}
     args = ["submit", str(src / "dump.py"), "--source-dir", str(src), "-N", "3", "-n", "2"]
     args += ["--framework", framework, "--local", "--job-name", f"oracle-{framework}"]
-    args += ["--env", f"DUMP_DIR={dumps}", "--hyperparameter", "epochs=2"]
+    args += ["--hyperparameter", "epochs=2"]
     done = smmpi(args, run_env)
     assert done.returncode == 0, done.stderr
     record = json.loads((tmp_path / "jobs" / f"oracle-{framework}" / "describe.json").read_text())
-    ranks = {int(p.stem.split("-")[1]): json.loads(p.read_text()) for p in dumps.glob("*.json")}
+    ranks = _dumps(Path(record["LocalHostsDir"]))
     return {"record": record, "ranks": ranks, "stderr": done.stderr}
 
 
@@ -105,27 +112,24 @@ def test_smmpi_run_gives_ranks_what_a_request_would(tmp_path: Path, env: dict[st
     src = tmp_path / "src"
     src.mkdir()
     (src / "dump.py").write_text(DUMP, encoding="utf-8")
-    dumps = tmp_path / "dumps"
-    dumps.mkdir()
-    run_env = {**env, **SHELL_SECRETS, "DUMP_DIR": str(dumps)}
+    run_env = {**env, **SHELL_SECRETS}
     args = ["run", str(src / "dump.py"), "--source-dir", str(src), "-N", "2", "-n", "2"]
-    args += ["--instance-type", "ml.p3.8xlarge", "--keep", "--pass-env", "DUMP_DIR"]
+    args += ["--instance-type", "ml.p3.8xlarge", "--keep"]
     done = smmpi(args, run_env)
     assert done.returncode == 0, done.stderr
     kept = Path(done.stderr.split("host trees kept under ", 1)[1].split()[0])
     try:
-        _check_kept_trees(kept, src, dumps)
+        _check_kept_trees(kept, src)
     finally:
         shutil.rmtree(kept)
 
 
-def _check_kept_trees(kept: Path, src: Path, dumps: Path) -> None:
+def _check_kept_trees(kept: Path, src: Path) -> None:
     roots = {h.name: str(h / "opt" / "ml") for h in sorted(kept.glob("algo-*"))}
     start = smmpi_side.container_start_of(
         smmpi_side.run_shape(src / "dump.py", 2, 2, "ml.p3.8xlarge")
     )
-    start["env"]["DUMP_DIR"] = str(dumps)
-    ranks = {int(p.stem.split("-")[1]): json.loads(p.read_text()) for p in dumps.glob("*.json")}
+    ranks = _dumps(kept)
     problems = _compare(ranks, roots, start, 2)
     assert not problems, "\n".join(problems)
     assert ranks[3]["SM_NUM_GPUS"] == "4"

@@ -14,15 +14,25 @@ import socket
 import struct
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 
-MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
+MNT_DETACH = 0x2
 
-PR_SET_PDEATHSIG = 1
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 1, 24, 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAPABILITY_VERSION_3 = 0x20080522
+
+#: The capabilities Docker gives a container by default, and so a SageMaker training
+#: container: CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, SETPCAP,
+#: NET_BIND_SERVICE, NET_RAW, SYS_CHROOT, MKNOD, AUDIT_WRITE, SETFCAP.
+CONTAINER_CAPABILITIES = 0xA80425FB
 
 _SIOCGIFFLAGS, _SIOCSIFFLAGS = 0x8913, 0x8914
 _SIOCSIFADDR, _SIOCSIFNETMASK = 0x8916, 0x891C
@@ -45,7 +55,11 @@ def setns(fd: int, nstype: int = 0) -> None:
     _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), "setns", str(nstype))
 
 
-def enter(pid: int, kinds: tuple[str, ...] = ("uts", "net", "mnt")) -> None:
+#: The namespaces an emulated instance has of its own (the mount namespace last: it moves /).
+INSTANCE_KINDS = ("uts", "ipc", "net", "cgroup", "mnt")
+
+
+def enter(pid: int, kinds: tuple[str, ...] = INSTANCE_KINDS) -> None:
     """Join the namespaces of process ``pid`` (as nsenter -t pid does), then cd to /."""
     fds = [os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC) for kind in kinds]
     try:
@@ -70,6 +84,60 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
 def sethostname(name: str) -> None:
     raw = name.encode()
     _check(_libc.sethostname(raw, ctypes.c_size_t(len(raw))), "sethostname", name)
+
+
+def umount(target: str, flags: int = 0) -> None:
+    _check(_libc.umount2(target.encode(), ctypes.c_int(flags)), "umount", target)
+
+
+_KEPT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | 0x400 | 0x800  # and NOATIME, NODIRATIME
+_ST_RELATIME, _MS_RELATIME = 0x1000, 0x200000
+
+
+def read_only(target: str) -> None:
+    """Make the mount at ``target`` read-only, keeping its other flags (which a user
+    namespace may not drop)."""
+    current = os.statvfs(target).f_flag
+    flags = current & _KEPT_FLAGS | (_MS_RELATIME if current & _ST_RELATIME else 0)
+    mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _last_capability() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 63
+
+
+def drop_capabilities(keep: int = CONTAINER_CAPABILITIES) -> None:
+    """Hold ``keep`` and nothing more, now and after any exec (as a container's process does).
+
+    The bounding set loses every other capability, so no exec (a set-user-ID program, a
+    file with capabilities) gains one back; the ambient set is emptied; the effective and
+    permitted sets become ``keep``, the inheritable set empty.
+    """
+    for cap in range(_last_capability() + 1):
+        if not keep >> cap & 1:
+            _check(_libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0), "prctl", "CAPBSET")
+    clear = _libc.prctl(PR_CAP_AMBIENT, ctypes.c_ulong(PR_CAP_AMBIENT_CLEAR_ALL), 0, 0, 0)
+    _check(clear, "prctl", "CAP_AMBIENT")
+    header = _CapHeader(_CAPABILITY_VERSION_3, 0)
+    low, high = keep & 0xFFFFFFFF, keep >> 32 & 0xFFFFFFFF
+    data = (_CapData * 2)(_CapData(low, low, 0), _CapData(high, high, 0))
+    _check(_libc.capset(ctypes.byref(header), data), "capset", hex(keep))
 
 
 def die_with_parent(signo: int) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -27,6 +28,7 @@ from smmpi.runners.hosts.pod import SETUP_FAILED
 
 __all__ = [
     "SETUP_FAILED",
+    "Command",
     "Pod",
     "agent_path",
     "command",
@@ -43,6 +45,8 @@ _BOOT = (
     "from smmpi.runners.hosts.pod import main; sys.exit(main(sys.argv[1:]))"
 )
 _ROOT = str(Path(__file__).resolve().parents[3])
+RECORD = "command.json"  # the command the pod runs on algo-1, in the run folder
+SOCKETS = ".sockets"  # the folder, in the run folder, of each instance's launch service
 
 
 @dataclass(frozen=True)
@@ -55,10 +59,28 @@ class Pod:
     # Each host's own environment, which commands the launch agent starts there get (as
     # an ssh session on a SageMaker worker does); empty: they inherit mpirun's.
     host_env: tuple[Mapping[str, str], ...] = ()
+    # Folders the instances need from this machine where an instance has its own (/tmp,
+    # /root, ...): the run folder, this Python and smmpi are always kept.
+    keep: tuple[Path, ...] = ()
+    # Where ranks record their end (``rank-R.exit``): each instance's launch service kills
+    # what a rank left there once it has ended, and names it (service.py). None: never.
+    records: Path | None = None
+
+
+@dataclass(frozen=True)
+class Command:
+    """The pod's outer process: its argv, and the descriptor of its spec it must inherit."""
+
+    argv: list[str]
+    spec_fd: int
+
+    def close(self) -> None:
+        """Once the process has started (it has its own copy of the descriptor)."""
+        os.close(self.spec_fd)
 
 
 def tool(name: str) -> str | None:
-    """``ip`` and ``nsenter``: on PATH, or in the sbin folders a user's PATH may lack."""
+    """``ip``: on PATH, or in the sbin folders a user's PATH may lack."""
     found = shutil.which(name)
     if found:
         return found
@@ -78,34 +100,48 @@ def needs_user_namespace() -> bool:
     return os.geteuid() != 0
 
 
-def _private(path: Path, text: str) -> None:
-    """A file only its owner reads (it holds environments)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+def _kept(pod: Pod) -> list[str]:
+    """Folders the instances see as this machine's, resolved (the instances' mounts are)."""
+    python = Path(sys.executable)
+    wanted = [pod.run_dir, Path(_ROOT), Path(sys.prefix), Path(sys.base_prefix), *pod.keep]
+    wanted += [python.parent, python.resolve().parent]
+    return sorted({os.path.realpath(p) for p in wanted})
+
+
+def _write_agent(pod: Pod, sockets: Path) -> None:
+    """Open MPI's ``plm_rsh_agent``: ``agent HOST COMMAND...`` runs COMMAND on HOST."""
+    words = [sys.executable, "-I", "-S", str(Path(__file__).with_name("agent.py")), str(sockets)]
+    text = f'#!/bin/sh\nexec {" ".join(shlex.quote(w) for w in words)} "$@"\n'
+    path = agent_path(pod)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o700)
     with os.fdopen(fd, "w") as f:
         f.write(text)
+    os.chmod(path, 0o755)
 
 
 def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> dict[str, Any]:
-    hosts_file = pod.run_dir / "hosts"
-    hosts_file.write_text(plan.hosts_file(pod.hosts))
-    env_dir = None
-    if pod.host_env:
-        env_dir = pod.run_dir / "env"
-        env_dir.mkdir(exist_ok=True)
-        for host, host_env in zip(pod.hosts, pod.host_env, strict=True):
-            _private(env_dir / host, plan.env_file(host_env))
+    sockets = pod.run_dir / SOCKETS
+    sockets.mkdir(mode=0o700, exist_ok=True)
+    _write_agent(pod, sockets)
+    # what runs on algo-1, for the record (its environment, which may hold secrets, is not)
+    record = json.dumps({"argv": list(argv), "cwd": cwd}, indent=1)
+    fd = os.open(pod.run_dir / RECORD, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(record + "\n")
     return {
         "hosts": list(pod.hosts),
         "opt_ml": [str(p) for p in pod.opt_ml],
         "run_dir": str(pod.run_dir),
-        "hosts_file": str(hosts_file),
-        "env_dir": str(env_dir) if env_dir else None,
+        "hosts_text": plan.hosts_file(pod.hosts),
+        "sockets": str(sockets),
+        "keep": _kept(pod),
+        "host_env": [dict(e) for e in pod.host_env] or None,
+        "records": str(pod.records) if pod.records else None,
         "argv": list(argv),
         "env": dict(env),
         "cwd": cwd,
         "userns": needs_user_namespace(),
         "ip": tool("ip") or "ip",
-        "nsenter": tool("nsenter") or "nsenter",
     }
 
 
@@ -113,19 +149,29 @@ def _die_with_smmpi() -> None:
     kernel.die_with_parent(signal.SIGKILL)
 
 
-def command(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> list[str]:
-    """The argv of the pod's outer process (writes its spec into the run folder).
+def command(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Command:
+    """The pod's outer process: its argv and the descriptor it reads its spec from.
 
-    For a caller that starts processes its own way (a reaper): run it with
-    PR_SET_PDEATHSIG set, and with :func:`pod_env` as its environment.
+    The spec (which holds the instances' environments) is in a memory file, never on
+    disk. For a caller that starts processes its own way (a reaper): let the process
+    inherit ``spec_fd`` (``pass_fds``), run it with PR_SET_PDEATHSIG set and with
+    :func:`pod_env` as its environment, then :meth:`Command.close`.
     """
-    spec_file = pod.run_dir / "pod.json"
-    _private(spec_file, json.dumps(_spec(pod, argv, env, cwd)))
-    return [sys.executable, "-S", "-E", "-c", _BOOT, _ROOT, str(spec_file)]
+    fd = os.memfd_create("smmpi-pod", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, json.dumps(_spec(pod, argv, env, cwd)).encode())
+    except BaseException:
+        os.close(fd)
+        raise
+    return Command([sys.executable, "-S", "-E", "-c", _BOOT, _ROOT, str(fd)], fd)
 
 
 def pod_env() -> dict[str, str]:
-    """The pod's own environment (the command's is in its spec): a PATH to find ip and nsenter."""
+    """The pod's own environment, and nothing else of this one: a PATH to find ``ip``.
+
+    The command's environment is in the pod's spec; the pod's PID 1 and every process of
+    the instances start from these two, never from this process's environment.
+    """
     return {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 
 
@@ -146,15 +192,20 @@ def start(
     with one line on stderr saying what the kernel refused. SIGTERM, SIGINT, SIGHUP,
     SIGQUIT and SIGUSR1 sent to it reach the command; SIGKILL ends everything.
     """
-    return subprocess.Popen(
-        command(pod, argv, env, cwd),
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        env=pod_env(),
-        preexec_fn=_die_with_smmpi,  # the pod dies with smmpi, however smmpi ends
-        start_new_session=new_session,
-    )
+    pod_command = command(pod, argv, env, cwd)
+    try:
+        return subprocess.Popen(
+            pod_command.argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            env=pod_env(),
+            pass_fds=(pod_command.spec_fd,),
+            preexec_fn=_die_with_smmpi,  # the pod dies with smmpi, however smmpi ends
+            start_new_session=new_session,
+        )
+    finally:
+        pod_command.close()
 
 
 def _namespaces_refused() -> str | None:
@@ -187,10 +238,10 @@ def quick_reason() -> str | None:
     """
     if not sys.platform.startswith("linux"):
         return f"isolated hosts need Linux namespaces; this is {sys.platform}"
-    for name in ("ip", "nsenter"):
+    for name in ("ip",):
         if tool(name) is None:
-            return f"`{name}` not found (iproute2 / util-linux)"
-    for path in ("/opt", "/etc/hosts"):
+            return f"`{name}` not found (iproute2)"
+    for path in ("/opt", "/etc"):
         if not os.path.exists(path):
             return f"{path} does not exist, so it cannot be overlaid per instance"
     refused = _namespaces_refused()

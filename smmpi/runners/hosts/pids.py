@@ -1,6 +1,6 @@
 """Process ids across the pod's PID namespace: what ranks record inside, what smmpi signals outside.
 
-A rank records ``os.getpid()``, its id inside the pod. smmpi runs outside and must signal
+A rank records ``os.getpid()``, its id inside its instance. smmpi runs outside and must signal
 the same process by its id here; /proc/PID/status ``NSpid`` lists both.
 """
 
@@ -43,29 +43,24 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def pod_namespace(pid: int, depth: int = 3) -> str | None:
-    """The PID namespace of the pod ``pid`` is, or started (a reaper may stand in between)."""
-    own = _pid_namespace("self")
-    todo = [(pid, 0)]
-    while todo:
-        current, level = todo.pop(0)
-        namespace = _pid_namespace(current, "pid_for_children")
-        if namespace is not None and namespace != own:
-            return namespace
-        if level < depth:
-            todo += [(kid, level + 1) for kid in _children(current)]
-    return None
-
-
 def outside_ids(pid: int) -> dict[int, int]:
-    """Every live process of the pod that ``pid`` is or started: id inside -> id here."""
-    namespace = pod_namespace(pid)
-    if namespace is None:
-        return {}
+    """Every live process that ``pid`` started, in the pod's PID namespaces: id inside -> id here.
+
+    A process's id inside is its id in its own instance's namespace (the last of its
+    NSpid line). Each instance's ids start at a different offset (pod.py), so they do not
+    collide across instances.
+    """
+    own = _pid_namespace("self")
     found: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and _pid_namespace(entry) == namespace:
-            inner = _ns_pid(entry)
+    todo, seen = [pid], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        todo += _children(current)
+        if _pid_namespace(current) not in (own, None):
+            inner = _ns_pid(str(current))
             if inner is not None:
-                found[inner] = int(entry)
+                found.setdefault(inner, current)
     return found

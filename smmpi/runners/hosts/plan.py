@@ -10,12 +10,11 @@ NATed: the instances reach each other and nothing else.
 from __future__ import annotations
 
 import ipaddress
-import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 NETWORK = ipaddress.IPv4Network("198.18.0.0/15")
 BRIDGE = "smmpi0"
-LAUNCH_AGENT = "agent"  # file name of the launch agent in the run folder
+LAUNCH_AGENT = "agent"  # file name of the launch agent in the run folder (see agent.py)
 
 
 def address(index: int) -> str:
@@ -47,39 +46,3 @@ def bridge_batch(holders: Sequence[int]) -> str:
         lines.append(f"link add v{k} type veth peer name eth0 netns {pid}")
         lines.append(f"link set v{k} master {BRIDGE} up")
     return "\n".join(lines) + "\n"
-
-
-def env_file(env: Mapping[str, str]) -> str:
-    """A host's environment as ``sh`` reads it (``set -a; . FILE``): one quoted line each."""
-    return "".join(
-        f"{name}={shlex.quote(value)}\n"
-        for name, value in sorted(env.items())
-        if name.isidentifier() and name.isascii()
-    )
-
-
-def agent_script(holders: Mapping[str, int], nsenter: str, env_dir: str | None = None) -> str:
-    """Open MPI's ``plm_rsh_agent``: ``agent HOST COMMAND...`` runs COMMAND on HOST.
-
-    Open MPI calls it as it would call ssh, with the remote command as words that a
-    login shell joins and runs; so does this agent, inside HOST's UTS, network and
-    mount namespaces. With ``env_dir``, the command starts with HOST's own environment
-    (``env_dir/HOST``, see :func:`env_file`) as an ssh session on a SageMaker worker
-    does; without, with the caller's. An unknown host fails as ssh would, with 255.
-    """
-    cases = "\n".join(f"  {shlex.quote(h)}) pid={pid} ;;" for h, pid in holders.items())
-    run = '/bin/sh -c "$*"'
-    if env_dir is not None:
-        login = 'set -a; . "$0"; set +a; exec /bin/sh -c "$1"'
-        where = f'{shlex.quote(env_dir)}/"$host"'
-        run = f'/usr/bin/env -i /bin/sh -c {shlex.quote(login)} {where} "$*"'
-    return f"""#!/bin/sh
-# smmpi launch agent: enters emulated instance HOST's namespaces and runs the command there.
-host="$1"
-case "$host" in
-{cases}
-  *) echo "smmpi agent: no emulated instance named $host" >&2; exit 255 ;;
-esac
-shift
-exec {shlex.quote(nsenter)} -t "$pid" -u -n -m -- {run}
-"""

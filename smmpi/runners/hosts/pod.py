@@ -1,17 +1,27 @@
 """The pod: the process tree that holds every emulated instance of one run.
 
-``python -m smmpi.runners.hosts.pod SPEC.json`` (started by launch.py) is the *outer*
-process. It creates a PID, network and mount namespace (and, when not root, a user
-namespace that maps the user to root), forks the *inner* process, which is PID 1 there,
-relays signals to it and exits with its status.
+``python -m smmpi.runners.hosts.pod FD`` (started by launch.py) is the *outer* process.
+It reads its spec from descriptor FD (a memory file: the instances' environments, which
+may hold credentials, are never written to disk), creates a PID, network, mount, UTS,
+IPC and cgroup namespace (and, when not root, a user namespace that maps the user to
+root), forks the *inner* process, which is PID 1 there, relays signals to it and exits
+with its status.
 
 The inner process (PID 1):
-- mounts a /proc of its own, so PIDs inside mean the same to every tool;
-- forks one holder per instance (instance.py);
+- mounts a /proc of its own, so PIDs inside mean the same to every tool, with the parts a
+  container cannot write read-only (/proc/sys, /proc/sysrq-trigger, ...), as Docker does;
+- forks one holder per instance (instance.py), which gives the instance a PID namespace
+  of its own (a container sees only its own processes) and serves the launch agent there;
 - makes, in its own network namespace, the bridge and one veth pair per instance;
-- writes the launch agent (plan.agent_script);
-- runs the command inside algo-1's namespaces, as the container runs mpirun on algo-1;
+- runs the command inside algo-1's namespaces, with a container's capabilities only, as
+  the container runs mpirun on algo-1;
 - exits with the command's status.
+
+No process of the pod shares a namespace with this machine but the user namespace (as
+in a container), and every process that runs the command's code holds Docker's default
+capabilities and no more. Only PID 1 and the holders hold more, and a process with fewer
+capabilities may not trace them, read their memory or environment, or enter their
+namespaces.
 
 Lifetime is the kernel's: when PID 1 of a PID namespace exits, every process in it is
 killed, and the namespaces, veths, bridge and mounts go with the last of them. The inner
@@ -30,10 +40,9 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from smmpi.runners.hosts import instance, kernel, plan
+from smmpi.runners.hosts import first, instance, kernel, plan
 
 SETUP_FAILED = 125  # exit status when the instances could not be set up; stderr says why
 PREFIX = "smmpi: isolated hosts"
@@ -103,18 +112,32 @@ def _wire(spec: dict[str, Any], holders: list[Holder], instances: list[instance.
         _expect_ok(holder, inst.name)
 
 
-def _write_agent(spec: dict[str, Any], holders: list[Holder]) -> None:
-    table = {name: h.pid for name, h in zip(spec["hosts"], holders, strict=True)}
-    path = Path(spec["run_dir"]) / plan.LAUNCH_AGENT
-    path.write_text(plan.agent_script(table, spec["nsenter"], spec["env_dir"]))
-    path.chmod(0o755)
+def _pid_stride(count: int) -> int:
+    """Each instance's process ids start at a multiple of this, so that ids inside the
+    instances are unique in the run (smmpi signals a rank by the id it recorded)."""
+    try:
+        with open("/proc/sys/kernel/pid_max") as f:
+            pid_max = int(f.read())
+    except (OSError, ValueError):
+        pid_max = 32768
+    return max(pid_max // (count + 1), 2)
 
 
 def set_up(spec: dict[str, Any]) -> list[Holder]:
     hosts: list[str] = spec["hosts"]
+    envs: list[dict[str, str]] = spec.get("host_env") or [None] * len(hosts)
     instances = [
         instance.Instance(
-            name, plan.address(k), plan.netmask(), spec["opt_ml"][k - 1], spec["hosts_file"]
+            name,
+            plan.address(k),
+            plan.netmask(),
+            spec["opt_ml"][k - 1],
+            spec["hosts_text"],
+            spec["sockets"],
+            tuple(spec["keep"]),
+            envs[k - 1],
+            spec["records"] or "",
+            k * _pid_stride(len(hosts)),
         )
         for k, name in enumerate(hosts, start=1)
     ]
@@ -122,17 +145,17 @@ def set_up(spec: dict[str, Any]) -> list[Holder]:
     for holder, inst in zip(holders, instances, strict=True):
         _expect_ok(holder, inst.name)
     _wire(spec, holders, instances)
-    _write_agent(spec, holders)
     return holders
 
 
 def _exec_in(holder: Holder, spec: dict[str, Any]) -> None:
-    """In the forked child: become a process of algo-1, then the command."""
+    """In the forked child: a process of algo-1 with a container's capabilities, then argv."""
     try:
         kernel.enter(holder.pid)
         os.chdir(spec["cwd"])
         for signo in RELAYED:
             signal.signal(signo, signal.SIG_DFL)
+        kernel.drop_capabilities()
         os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
     except OSError as err:
         print(
@@ -151,10 +174,12 @@ def inner(spec: dict[str, Any]) -> int:
     flags = kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC
     kernel.mount("proc", "/proc", "proc", flags)
     try:
+        first.protect_proc()
         holders = set_up(spec)
     except (SetupError, OSError) as err:
         print(f"{PREFIX}: set-up failed: {err}", file=sys.stderr, flush=True)
         return SETUP_FAILED
+    kernel.enter(holders[0].pid, ("pid_for_children",))  # the command is algo-1's process
     pid = os.fork()
     if pid == 0:
         _exec_in(holders[0], spec)
@@ -187,7 +212,14 @@ def outer(spec: dict[str, Any]) -> int:
             uid, gid = os.getuid(), os.getgid()
             kernel.unshare(kernel.CLONE_NEWUSER)
             kernel.map_root(uid, gid)
-        kernel.unshare(kernel.CLONE_NEWPID | kernel.CLONE_NEWNET | kernel.CLONE_NEWNS)
+        kernel.unshare(
+            kernel.CLONE_NEWPID
+            | kernel.CLONE_NEWNET
+            | kernel.CLONE_NEWNS
+            | kernel.CLONE_NEWUTS
+            | kernel.CLONE_NEWIPC
+            | kernel.CLONE_NEWCGROUP
+        )
     except OSError as err:
         print(f"{PREFIX}: cannot create namespaces: {err}", file=sys.stderr, flush=True)
         return SETUP_FAILED
@@ -205,10 +237,16 @@ def outer(spec: dict[str, Any]) -> int:
     return _status(status)
 
 
+def read_spec(fd: int) -> dict[str, Any]:
+    """The spec from descriptor ``fd`` (a memory file, closed here: nothing else inherits it)."""
+    with os.fdopen(fd, "rb") as f:
+        f.seek(0)
+        spec: dict[str, Any] = json.loads(f.read())
+    return spec
+
+
 def main(argv: list[str]) -> int:
-    with open(argv[1]) as f:
-        spec = json.load(f)
-    return outer(spec)
+    return outer(read_spec(int(argv[1])))
 
 
 if __name__ == "__main__":

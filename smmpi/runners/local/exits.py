@@ -179,15 +179,18 @@ class Stray:
 
 
 def read_strays(folder: Path) -> list[Stray]:
-    with contextlib.suppress(OSError, ValueError):
-        rows = json.loads((folder / "strays.json").read_text(encoding="utf-8"))
-        if isinstance(rows, list):
-            return [
-                Stray(r.get("rank"), int(r.get("pid", 0)), str(r.get("command", "")))
-                for r in rows
-                if isinstance(r, dict)
-            ]
-    return []
+    """The run reaper's ``strays.json``, and each isolated instance's ``strays-HOST.json``."""
+    found: list[Stray] = []
+    for path in sorted(folder.glob("strays*.json")):
+        with contextlib.suppress(OSError, ValueError):
+            rows = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(rows, list):
+                found += [
+                    Stray(r.get("rank"), int(r.get("pid", 0)), str(r.get("command", "")))
+                    for r in rows
+                    if isinstance(r, dict)
+                ]
+    return found
 
 
 @dataclass(frozen=True)

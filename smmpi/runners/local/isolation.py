@@ -28,7 +28,7 @@ from smmpi.runners.hosts import argv as hosts_argv
 from smmpi.runners.hosts import launch, pids
 from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.hostfiles import rank_command, reaper_command, write_host_file
-from smmpi.runners.local.layout import host_dirs, launch_env, site_dir, stack_dir
+from smmpi.runners.local.layout import SECRETS, host_dirs, launch_env, site_dir, stack_dir
 from smmpi.runners.local.mpi import Launcher, find_launcher
 from smmpi.runners.local.opt_ml import OptMlWatch
 from smmpi.toolkit.container import host_env as container_host_env
@@ -52,6 +52,13 @@ class Launch:
     mode: str  # "hosts" | "processes"
     # the started process's pid -> {pid a rank records: pid here}; None: the same pids
     translate: Callable[[int], dict[int, int]] | None = None
+    # descriptors the started process inherits (the pod's spec); close them once it has
+    pass_fds: tuple[int, ...] = ()
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 # Above this many instances, Open MPI 4.1's TCP connections between isolated instances on one
@@ -166,6 +173,18 @@ def container_line(shape: JobShape) -> list[str]:
     return [*line[: start + len(command)], *shape.args(None)]
 
 
+#: Variables of this machine that mean nothing in an instance of its own: its HOME is
+#: /root and its /tmp is its own, as in the container (which sets no TMPDIR).
+_MACHINE_ONLY = ("TMPDIR", "HOME")
+
+
+def _instance_base(launcher: Launcher, world_size: int) -> dict[str, str]:
+    base = {**launch_env(launcher.env(), os.environ), **installed_mpi(launcher.mpirun)}
+    base |= sharing_cores(world_size, base)
+    base = {k: v for k, v in base.items() if k not in _MACHINE_ONLY}
+    return {**base, "HOME": "/root"}
+
+
 def _hosts(
     shape: JobShape,
     run_dir: Path,
@@ -174,14 +193,15 @@ def _hosts(
     extra_env: dict[str, str] | None,
     extra_paths: Sequence[str],
 ) -> Launch:
-    base = {**launch_env(launcher.env(), os.environ), **installed_mpi(launcher.mpirun)}
-    base |= sharing_cores(shape.world_size, base)
+    base = _instance_base(launcher, shape.world_size)
     envs = tuple(
         {**base, **_host_env(shape, run_dir, h, extra_env, extra_paths)} for h in shape.hosts
     )
     (run_dir / ".smmpi" / "ompi").mkdir(parents=True, exist_ok=True)
     trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
-    pod = launch.Pod(tuple(shape.hosts), trees, run_dir, envs)
+    mpi_prefix = Path(launcher.mpirun).resolve().parent.parent
+    keep = (Path(python).parent, Path(python).resolve().parent, mpi_prefix, *map(Path, extra_paths))
+    pod = launch.Pod(tuple(shape.hosts), trees, run_dir, envs, keep, stack_dir(run_dir))
     # Each rank starts under the rank watcher, which records how it ended; its host file adds
     # no variable: the instance's environment and mpirun's -x have made the rank's already.
     watcher = rank_command(write_host_file(run_dir, "isolated", {}), [python], python)
@@ -191,9 +211,11 @@ def _hosts(
     # smmpi's reaper outside: a reaper of the same kind, inside, owns mpirun and collects them.
     # (no rank count: orted, which has no rank, is collected only when mpirun has ended)
     inside = reaper_command(argv, stack_dir(run_dir), None, None, python)
-    inside[inside.index("--parent") + 1] = "1"  # the pod's first process
+    # its parent, the pod's first process, is outside algo-1's PID namespace: it has id 0 there
+    inside[inside.index("--parent") + 1] = "0"
     command = launch.command(pod, inside, envs[0], f"{CONTAINER_ROOT}/code")
-    return Launch(command, {**os.environ, **launch.pod_env()}, "hosts", pids.outside_ids)
+    # The pod starts from nothing of this environment: what the instances get is in its spec.
+    return Launch(command.argv, launch.pod_env(), "hosts", pids.outside_ids, (command.spec_fd,))
 
 
 def sharing_cores(world_size: int, env: Mapping[str, str]) -> dict[str, str]:
@@ -244,5 +266,9 @@ def prepare(
     """
     if mode == "hosts":
         return _hosts(shape, run_dir, launcher, python, extra_env, extra_paths)
-    argv = mpirun_argv(shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed)
-    return Launch(argv, launch_env(launcher.env(), os.environ), "processes")
+    # Secrets the user passed reach the ranks through mpirun's environment, which they
+    # inherit, and never through the host files on disk.
+    secrets = {k: v for k, v in (extra_env or {}).items() if k in SECRETS}
+    rest = {k: v for k, v in (extra_env or {}).items() if k not in SECRETS}
+    argv = mpirun_argv(shape, run_dir, launcher, python, rest, extra_paths, stdin_closed)
+    return Launch(argv, {**launch_env(launcher.env(), os.environ), **secrets}, "processes")

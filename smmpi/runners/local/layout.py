@@ -148,6 +148,10 @@ CREDENTIALS = (
 )
 
 
+#: Those of them that are secrets: never written to disk, and kept from the host files.
+SECRETS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+
+
 def passed_variables(
     names: Sequence[str], with_credentials: bool, environ: Mapping[str, str]
 ) -> dict[str, str]:

@@ -79,6 +79,7 @@ def _start(
     ranks: int,
     stdin_closed: bool,
     remove: bool,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """mpirun under the run's reaper, in its own session; smmpi's stdin if rank 0 reads it."""
     command = reaper_command(argv, stack_dir(run_dir), ranks, run_dir if remove else None)
@@ -88,6 +89,7 @@ def _start(
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL if stdin_closed else None,
         env=env,
+        pass_fds=pass_fds,
         start_new_session=True,
     )
 
@@ -244,7 +246,18 @@ def execute(
     _mpirun_env(how.env, shape, run_dir, mode)
     output = Output(shape.world_size, log_dir, shape.ppn, shape.image)
     start, started = time.monotonic(), time.time()
-    proc = _start(how.argv, how.env, run_dir, shape.world_size, stdin_closed, remove_on_death)
+    try:
+        proc = _start(
+            how.argv,
+            how.env,
+            run_dir,
+            shape.world_size,
+            stdin_closed,
+            remove_on_death,
+            how.pass_fds,
+        )
+    finally:
+        how.close()
     supervisor = Supervisor(proc, stack_dir(run_dir), how.translate)
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = RunResult(EXIT_OK, "Completed", 0.0, run_dir, shape.world_size)

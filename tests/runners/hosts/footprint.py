@@ -45,13 +45,32 @@ class Machine:
         )
 
 
+def _descendants(pid: int) -> list[str]:
+    found, todo = [], [str(pid)]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        for task in _listdir(f"/proc/{current}/task"):
+            try:
+                todo += Path(f"/proc/{current}/task/{task}/children").read_text().split()
+            except OSError:
+                pass
+    return found
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
 def pod_namespaces(outer_pid: int) -> set[str]:
-    """Every namespace used by a process of the pod started as ``outer_pid`` (while it runs)."""
-    pod_pid_ns = _ns(str(outer_pid), "pid_for_children")
+    """Every namespace used by a process of the pod started as ``outer_pid`` (while it runs),
+    each instance's own PID namespace included."""
     found: set[str] = set()
-    for pid in _pids():
-        if _ns(pid, "pid") == pod_pid_ns:
-            found.update(ns for kind in KINDS if (ns := _ns(pid, kind)))
+    for pid in _descendants(outer_pid):
+        found.update(ns for kind in KINDS if (ns := _ns(pid, kind)))
     own = {ns for kind in KINDS if (ns := _ns("self", kind))}
     return found - own
 

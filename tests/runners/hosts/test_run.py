@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -99,7 +100,7 @@ def test_seed_004_demo_runs_with_the_containers_line(
     for rank in range(6):
         tag = f"[1,mpirank:{rank},algo-{rank // 2 + 1}]<stdout>:"
         assert f"{tag}I am rank {rank}, my avg is: " in r.stdout
-    ran = json.loads((tmp_path / "local-jobs" / "seed-004" / "hosts" / "pod.json").read_text())
+    ran = json.loads((tmp_path / "local-jobs" / "seed-004" / "hosts" / "command.json").read_text())
     agent = str(tmp_path / "local-jobs" / "seed-004" / "hosts" / "agent")
     # the interpreter: this Python, under smmpi's rank watcher (it records how each rank ends);
     # mpirun itself runs under smmpi's reaper inside the pod
@@ -142,24 +143,27 @@ def test_timeout_dumps_every_ranks_stack(env: dict[str, str], nothing_left: None
 def test_sigkill_of_smmpi_leaves_nothing(
     env: dict[str, str], tmp_path: Path, nothing_left: None
 ) -> None:
-    marker = tmp_path / "started"
     script = tmp_path / "hang_for_kill.py"
     script.write_text(
         "import sys, time\nfrom mpi4py import MPI\n"
-        f"open({str(marker)!r} + '-%d' % MPI.COMM_WORLD.Get_rank(), 'w').close()\n"
+        "print('started', MPI.COMM_WORLD.Get_rank(), flush=True)\n"
         "time.sleep(600)\n"
     )
     proc = subprocess.Popen(
         [str(BIN / "smmpi"), "run", str(script), "-N", "3", "-n", "2"],
-        env=env,
-        stdout=subprocess.DEVNULL,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
+    assert proc.stdout is not None
     deadline = time.monotonic() + 120
-    try:
-        while len(list(tmp_path.glob("started-*"))) < 6:
+    started = 0
+    try:  # each rank says so (its /tmp is its instance's own: no file would reach this test)
+        while started < 6:
             assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
+            if select.select([proc.stdout], [], [], 0.1)[0]:
+                started += b"<stdout>:started" in proc.stdout.readline()
+        assert len(_ranks_of(script)) == 6
     finally:
         proc.send_signal(signal.SIGKILL)  # the test's point, and no leftover if it fails
         proc.wait()
@@ -170,13 +174,15 @@ def test_sigkill_of_smmpi_leaves_nothing(
 
 
 def _ranks_of(script: Path) -> list[int]:
+    """Processes that run ``script`` as a rank does (its copy in /opt/ml/code)."""
     found = []
     for pid in (p for p in os.listdir("/proc") if p.isdigit()):
         try:
-            if str(script).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(int(pid))
+            words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
-            pass
+            continue
+        if words[1:4] == [b"-m", b"mpi4py", script.name.encode()]:
+            found.append(int(pid))
     return found
 
 
@@ -302,3 +308,18 @@ def test_this_shells_credentials_stay_out_of_the_instances(
     for path in (tmp_path / "local-jobs" / "creds").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+def test_a_process_left_on_another_instance_is_killed_and_named(
+    env: dict[str, str], tmp_path: Path, nothing_left: None
+) -> None:
+    """algo-2's launch service owns what its ranks leave: the run ends, and says what it killed."""
+    script = tmp_path / "leave.py"
+    script.write_text(
+        "import subprocess\nfrom mpi4py import MPI\n"
+        "if MPI.COMM_WORLD.Get_rank() == 3:\n    subprocess.Popen(['sleep', '300'])\n"
+        "MPI.COMM_WORLD.Barrier()\n"
+    )
+    r = smmpi(["run", str(script), "-N", "2", "-n", "2", "--timeout", "60"], env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "stray process(es) left by rank 3 (algo-2): sleep 300" in r.stderr, r.stderr
