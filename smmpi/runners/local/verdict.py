@@ -76,10 +76,10 @@ def _killed_everything(ends: Ends, blame: Blame, run: Run) -> str | None:
     )
 
 
-def _pitfall_note(pitfall: Pitfall, run: Run) -> str:
+def _pitfall_note(pitfall: Pitfall, run: Run, scan: FailureScan) -> str:
     if pitfall.key == "no-room":
         return full_line(run.sessions or run.run_dir, run.shape, run.mode)
-    return pitfall.note
+    return scan.note(pitfall)
 
 
 def _replaced_excepthook(ends: Ends, scan: FailureScan, rank: int) -> bool:
@@ -95,7 +95,7 @@ def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
     result.exit_code, result.status = EXIT_FAILED, "Failed"
     room = next((p for p in scan.found if p.key == "no-room"), None)
     if room is not None:  # the ranks' records say only "exit code 1": say why
-        result.reason = _pitfall_note(room, run)
+        result.reason = _pitfall_note(room, run, scan)
         return
     found = ends.blame(scan.signalled)
     if found is None:  # no record: a rank that never started, or one mpirun started itself
@@ -111,7 +111,7 @@ def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
     if _replaced_excepthook(ends, scan, found.rank):
         phrase = f"failed: {scan.exceptions[found.rank]}"
     if scan.found:
-        phrase += f" ({_pitfall_note(scan.found[0], run)})"
+        phrase += f" ({_pitfall_note(scan.found[0], run, scan)})"
     result.failed_rank, result.failed_host = found.rank, run.host(found.rank)
     result.phrase = printable(phrase)
     result.reason = printable(phrase.removeprefix("failed: "))
