@@ -25,9 +25,9 @@ def fetch_sdist(name: str, version: str, cache: Path) -> Path:
     if (folder / "PKG-INFO").is_file():
         return folder
     cache.mkdir(parents=True, exist_ok=True)
+    pip = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-q"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps"]
-        + ["-q", f"{name}=={version}", "-d", str(cache)],
+        [*pip, f"{name}=={version}", "-d", str(cache)],
         check=True,
         timeout=600,
     )

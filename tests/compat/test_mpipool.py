@@ -23,7 +23,7 @@ from tests.helpers import BIN
 def readme_example(source: Path) -> str:
     """The README's first complete MPIExecutor program that submits jobs and prints them."""
     blocks = re.findall(r"```python\n(.*?)```", (source / "README.md").read_text(), re.S)
-    return next(b for b in blocks if "pool.submit(" in b and "print(" in b)
+    return str(next(b for b in blocks if "pool.submit(" in b and "print(" in b))
 
 
 def _results(stdout: str) -> list[int]:
