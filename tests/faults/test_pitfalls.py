@@ -123,3 +123,23 @@ def test_numpy_removed_alias(
     assert f"np.{alias} was removed in NumPy 1.24" in line, line
     assert f"replace np.{alias} with {alias}" in line, line
     assert sized in line, line
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_crash_after_a_handled_pitfall_is_not_blamed_on_it(
+    fault_env: dict[str, str], tmp_path: Path, mode: str
+) -> None:
+    """A program that caught MPI_ERR_WIN and then crashed: the crash is named, not the pitfall."""
+    text = (
+        "import os, signal\nimport numpy as np\nfrom mpi4py import MPI\n"
+        "try:\n    MPI.Win.Create(np.zeros(4), comm=MPI.COMM_WORLD)\n"
+        "except MPI.Exception as err:\n    print('caught', err.Get_error_class() == MPI.ERR_WIN)\n"
+        "MPI.COMM_WORLD.Barrier()\n"
+        "if MPI.COMM_WORLD.rank == 1:\n    os.kill(os.getpid(), signal.SIGSEGV)\n"
+        "MPI.COMM_WORLD.Barrier()\n"
+    )
+    r = _run(fault_env, mode, tmp_path / "prog", text, "--framework", "pytorch")
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.count("caught True") == 4, r.stdout
+    line = _last_line(r)
+    assert line.endswith("failed: killed by signal 11 (SIGSEGV)"), line
