@@ -35,7 +35,7 @@ from smmpi.sdk.estimator import build, code_key, new_upload_id
 from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
 from smmpi.spec.limits import check_log_dir
-from smmpi.toolkit.shape import shape_from_program
+from smmpi.toolkit.shape import Framework, shape_from_program
 
 
 def options(
@@ -109,12 +109,20 @@ def run_entry(
     args: Sequence[str] = (),
     source_dir: str | None = None,
     instance_type: str | None = None,
+    framework: str | None = None,
+    framework_version: str | None = None,
+    py_version: str | None = None,
     **local_options: Any,
 ) -> RunResult:
-    """``smmpi run``: a packaged entry point or a script on N emulated hosts x n processes."""
+    """``smmpi run``: a packaged entry point or a script on N emulated hosts x n processes.
+
+    ``framework``, ``framework_version`` and ``py_version`` choose the estimator the
+    run stands for, as ``submit`` does (its image's variables; TensorFlow's ``--model_dir``).
+    """
     program = resolve(entry, source_dir)
     instance_type = instance_type or DEFAULT_INSTANCE_TYPE
-    shape = shape_from_program(program, instances, ppn, args, instance_type)
+    chosen = Framework(framework, framework_version, py_version)
+    shape = shape_from_program(program, instances, ppn, args, instance_type, framework=chosen)
     region, submit_directory = request_defaults(shape.job_name)
     shape = dataclasses.replace(shape, region=region, module_dir=submit_directory)
     local_options.setdefault("keep", False)

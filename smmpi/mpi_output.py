@@ -122,6 +122,12 @@ class Pitfall:
     def note(self) -> str:
         return f"{self.cause}; {self.fix}" if self.fix else self.cause
 
+    def note_for(self, groups: Mapping[str, str | None]) -> str:
+        """The note with the matched text's groups filled in (``{alias}``)."""
+        if not self.pattern.groupindex:
+            return self.note
+        return self.note.format_map({k: v or "" for k, v in groups.items()})
+
     @classmethod
     def rows(cls, table: Iterable[Mapping[str, Any]]) -> tuple[Pitfall, ...]:
         """Pitfalls from a table's rows (``key``, ``pattern``, ``cause``, ``fix``, ``stops``),
@@ -138,7 +144,8 @@ class Pitfall:
         )
 
 
-#: The failures named from the output alone, first match first.
+#: The failures named from the output alone, first match first. A row's cause and fix
+#: may name the pattern's groups (``{alias}``): the matched text fills them in.
 PITFALLS: tuple[Pitfall, ...] = (
     Pitfall(
         "no-room",
@@ -148,11 +155,39 @@ PITFALLS: tuple[Pitfall, ...] = (
         stops=True,
     ),
     Pitfall(
+        "model-dir",
+        re.compile(r"error: unrecognized arguments:.*--model_dir"),
+        "the TensorFlow estimator (the default framework) adds --model_dir /opt/ml/model "
+        "to the program's arguments, and the program's argparse refuses it",
+        "parse with parse_known_args(), accept --model_dir, or use --framework pytorch",
+    ),
+    Pitfall(
+        "win-thread-multiple",
+        re.compile(r"MPI_ERR_WIN|osc pt2pt\b.*MPI_THREAD_MULTIPLE", re.IGNORECASE),
+        "the container's mpirun sets -mca btl_vader_single_copy_mechanism none, which leaves "
+        "Open MPI only its pt2pt one-sided component, and that refuses mpi4py's default "
+        "thread level MPI_THREAD_MULTIPLE",
+        "set MPI4PY_RC_THREAD_LEVEL=serialized in the job's environment (submit --env "
+        "MPI4PY_RC_THREAD_LEVEL=serialized; here, export it and add --pass-env "
+        'MPI4PY_RC_THREAD_LEVEL), or mpi4py.rc.thread_level = "serialized" before importing '
+        "mpi4py.MPI",
+    ),
+    Pitfall(
         "no-free-slots",
         re.compile(r"MPI_ERR_SPAWN|All nodes which are allocated for this job are already filled"),
         "dynamic processes have no free slots, as on SageMaker: the container's mpirun "
         "gives every slot (--host algo-k:n) to a rank",
-        "start the processes you need as ranks",
+        "run the workers as ranks instead (more processes per instance or more instances), "
+        "not with Spawn",
+    ),
+    Pitfall(
+        "numpy-alias",
+        re.compile(
+            r"module 'numpy' has no attribute '(?P<alias>float|int|bool|object|str|complex)'"
+        ),
+        "np.{alias} was removed in NumPy 1.24 (an alias of the builtin {alias}), "
+        "and the image's NumPy is newer",
+        "replace np.{alias} with {alias} (or a sized NumPy type, such as np.float64 for np.float)",
     ),
 )
 
@@ -167,6 +202,7 @@ class FailureScan:
 
     pitfalls: tuple[Pitfall, ...] = PITFALLS
     found: list[Pitfall] = field(default_factory=list)
+    groups: dict[str, dict[str, str | None]] = field(default_factory=dict)  # key -> match's
     exceptions: dict[int, str] = field(default_factory=dict)
     order: list[int] = field(default_factory=list)
     aborted_rank: int | None = None
@@ -187,8 +223,16 @@ class FailureScan:
 
     def _look_for_pitfalls(self, text: str) -> None:
         for pitfall in self.pitfalls:
-            if pitfall not in self.found and pitfall.pattern.search(text):
+            if pitfall in self.found:
+                continue
+            match = pitfall.pattern.search(text)
+            if match:
                 self.found.append(pitfall)
+                self.groups[pitfall.key] = match.groupdict()
+
+    def note(self, pitfall: Pitfall) -> str:
+        """``pitfall``'s cause and fix, with what this run's output filled in."""
+        return pitfall.note_for(self.groups.get(pitfall.key, {}))
 
     @property
     def stops(self) -> Pitfall | None:

@@ -43,6 +43,13 @@ from smmpi.cli.options import local_run_options, pass_env_options, shape_options
     default=None,
     help="Instance type the ranks' SM_NUM_CPUS/SM_NUM_GPUS and image describe [ml.c5.2xlarge].",
 )
+@click.option(
+    "--framework",
+    default=None,
+    help="Estimator the run stands for: tensorflow (default) or pytorch.",
+)
+@click.option("--framework-version", default=None, help="Framework version of the image.")
+@click.option("--py-version", default=None, help="Python version of the image, e.g. py312.")
 @pass_env_options()
 def run_cmd(
     entry: str | None,
@@ -58,6 +65,9 @@ def run_cmd(
     from_job: str | None,
     region: str | None,
     instance_type: str | None,
+    framework: str | None,
+    framework_version: str | None,
+    py_version: str | None,
     pass_env: tuple[str, ...],
     with_credentials: bool,
 ) -> None:
@@ -77,8 +87,14 @@ def run_cmd(
     if from_job is not None:
         if entry is not None or args:
             raise BadInput("ENTRY", entry or " ".join(args), "nothing with --from-job")
-        if instance_type is not None:
-            raise BadInput("--instance-type", instance_type, "nothing with --from-job (its own)")
+        for name, value in (
+            ("--instance-type", instance_type),
+            ("--framework", framework),
+            ("--framework-version", framework_version),
+            ("--py-version", py_version),
+        ):
+            if value is not None:
+                raise BadInput(name, value, "nothing with --from-job (its own)")
         passed = {"pass_env": list(pass_env), "with_credentials": with_credentials}
         sys.exit(
             _from_job(from_job, region, timeout, log_dir, install_requirements, passed, isolation)
@@ -95,6 +111,9 @@ def run_cmd(
         log_dir=log_dir,
         keep=keep,
         instance_type=instance_type,
+        framework=framework,
+        framework_version=framework_version,
+        py_version=py_version,
         pass_env=list(pass_env),
         with_credentials=with_credentials,
         isolation=isolation,

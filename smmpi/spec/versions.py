@@ -69,5 +69,20 @@ def resolve_versions(
     return version, py_version
 
 
+def check_framework(
+    framework: str, version: str | None = None, py_version: str | None = None
+) -> tuple[str, str, str]:
+    """A framework and its image's versions, as a request would name them.
+
+    With no version asked for, the pinned defaults (no SDK needed); otherwise the
+    SDK's own image table decides (:func:`resolve_versions`).
+    """
+    if framework not in FRAMEWORKS:
+        raise BadInput("framework", framework, " or ".join(FRAMEWORKS))
+    if version is None and py_version is None:
+        return (framework, *DEFAULT_VERSIONS[framework])
+    return (framework, *resolve_versions(framework, version, py_version))
+
+
 def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else -1 for p in v.split("."))

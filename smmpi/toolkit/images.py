@@ -82,8 +82,8 @@ def num_gpus(instance_type: str) -> int:
 
 
 def framework_of(image: str) -> str:
-    """``tensorflow`` or ``pytorch``, from a DLC image URI."""
-    return "pytorch" if "/pytorch-training:" in image else "tensorflow"
+    """``tensorflow`` or ``pytorch``, from a DLC image URI (or its bare ``name:tag``)."""
+    return "pytorch" if image.rsplit("/", 1)[-1].startswith("pytorch-training:") else "tensorflow"
 
 
 #: sagemaker-training in each framework's images: the TensorFlow toolkit (20.5.0) pins

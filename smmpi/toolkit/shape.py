@@ -17,7 +17,7 @@ from smmpi.catalog import Program
 from smmpi.errors import BadInput
 from smmpi.spec.checks import positive_int
 from smmpi.spec.job import DEFAULT_INSTANCE_TYPE
-from smmpi.spec.versions import DEFAULT_FRAMEWORK, DEFAULT_VERSIONS
+from smmpi.spec.versions import DEFAULT_FRAMEWORK, check_framework
 from smmpi.toolkit import request as rq
 from smmpi.toolkit.hosts import HostDirs, host_name, on_host
 from smmpi.toolkit.images import image_env, num_gpus
@@ -111,6 +111,15 @@ def shape_from_request(request: Mapping[str, Any]) -> JobShape:
     )
 
 
+@dataclass(frozen=True)
+class Framework:
+    """The estimator ``smmpi run`` stands for: ``None`` takes the default (or the program's)."""
+
+    name: str | None = None
+    version: str | None = None
+    py_version: str | None = None
+
+
 def check_instance_type(value: object) -> str:
     """A SageMaker training instance type, as MPIJob checks it (``smmpi run --instance-type``)."""
     if not isinstance(value, str) or not INSTANCE_TYPE_RE.match(value):
@@ -135,22 +144,27 @@ def shape_from_program(
     instance_type: str = DEFAULT_INSTANCE_TYPE,
     region: str = "",
     submit_directory: str = "",
+    framework: Framework = Framework(),
 ) -> JobShape:
     """``smmpi run``'s job: what the default estimator would ask for, without a request.
 
-    The program's framework (TensorFlow unless it is a PyTorch entry point) gives
-    the image, and with it the image's variables; TensorFlow's estimator adds the
+    The framework asked for (else the program's: TensorFlow unless it is a PyTorch
+    entry point), its version and Python version give the image, and with it the
+    image's variables; TensorFlow's estimator adds the
     ``model_dir`` hyperparameter (``--model_dir /opt/ml/model``), as on SageMaker.
     ``args`` follow the hyperparameters' arguments. ``region`` and
     ``submit_directory`` are the request's ``sagemaker_region`` and
     ``sagemaker_submit_directory`` (the caller resolves them as a submit would).
     """
     instance_type = check_instance_type(instance_type)
-    framework = program.framework_hint or DEFAULT_FRAMEWORK
-    version, py = DEFAULT_VERSIONS[framework]
+    framework_name, version, py = check_framework(
+        framework.name or program.framework_hint or DEFAULT_FRAMEWORK,
+        framework.version,
+        framework.py_version,
+    )
     device = "gpu" if num_gpus(instance_type) else "cpu"
-    hps = {"model_dir": "/opt/ml/model"} if framework == "tensorflow" else {}
-    image = f"{framework}-training:{version}-{device}-{py}"
+    hps = {"model_dir": "/opt/ml/model"} if framework_name == "tensorflow" else {}
+    image = f"{framework_name}-training:{version}-{device}-{py}"
     return JobShape(
         job_name=f"smmpi-run-{program.name}".replace("_", "-")[:63],
         script=program.script,

@@ -3,6 +3,9 @@
 Local runs copy this file to ``<run dir>/.smmpi/site/sitecustomize.py``, first
 on every rank's PYTHONPATH. In the rank (not in the processes it starts) it:
 - records the rank's pid (``rank-R.pid``), so no rank is missed at cleanup;
+- records the size of the world it is in (``MPI_COMM_WORLD``'s, which Open MPI
+  gives every rank as ``OMPI_COMM_WORLD_SIZE``) and its host (``rank-R.world``),
+  so a world other than the job's N x n is named;
 - arms a stack dump on SIGUSR1 (``rank-R.stack``), so a hung run shows each
   rank's Python stack;
 - records the exception that reached the top of the program (``rank-R.exc``:
@@ -53,10 +56,20 @@ def arm(stack_dir: str | None, rank: str | None) -> None:
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)
     base = os.path.join(stack_dir, f"rank-{rank}")
+    _record_world(base + ".world")
     _dump_on(signal.SIGUSR1, base + ".stack")
     _watch_launcher(os.environ.pop(LAUNCHER_FD, ""), base + ".orphan")
     sys.excepthook = _recording(sys.excepthook, base + ".exc")
     sys.meta_path.insert(0, _MPIFinder(base + ".abort", os.environ.get(NO_FREE_SLOTS) == "1"))
+
+
+def _record_world(path: str) -> None:
+    """The rank's world size and its host (``CURRENT_HOST``: its own, in both modes)."""
+    import socket
+
+    size = os.environ.get("OMPI_COMM_WORLD_SIZE") or os.environ.get("PMI_SIZE") or ""
+    host = os.environ.get("CURRENT_HOST") or socket.gethostname()
+    _write(path, {"size": int(size) if size.isdigit() else None, "host": host})
 
 
 def _dump_on(signum: int, path: str) -> None:

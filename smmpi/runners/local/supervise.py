@@ -48,6 +48,7 @@ from smmpi.runners.local.verdict import (
     Run,
     RunResult,
     blame,
+    check_world,
     failed,
     lost_network,
     stack_notes,
@@ -178,6 +179,7 @@ def _conclude(
     result.error_message = error_message(output.captures.values())
     if result.exit_code == EXIT_OK and (failed(ends, code) or output.scan.stops):
         blame(result, ends, output.scan, dataclasses.replace(run, code=code))
+    check_world(result, run)
 
 
 def check_timeout(timeout: float | None) -> None:

@@ -9,6 +9,7 @@ only where no record exists, and for known failures (``FailureScan.found``).
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -76,10 +77,10 @@ def _killed_everything(ends: Ends, blame: Blame, run: Run) -> str | None:
     )
 
 
-def _pitfall_note(pitfall: Pitfall, run: Run) -> str:
+def _pitfall_note(pitfall: Pitfall, run: Run, scan: FailureScan) -> str:
     if pitfall.key == "no-room":
         return full_line(run.sessions or run.run_dir, run.shape, run.mode)
-    return pitfall.note
+    return scan.note(pitfall)
 
 
 def _replaced_excepthook(ends: Ends, scan: FailureScan, rank: int) -> bool:
@@ -90,12 +91,22 @@ def _replaced_excepthook(ends: Ends, scan: FailureScan, rank: int) -> bool:
     return not recorded and rank in scan.exceptions and end is not None and end.signal is None
 
 
+_CRASHES = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE})
+
+
+def _crashed(ends: Ends, rank: int) -> bool:
+    """The rank died of a crash signal: a pitfall seen earlier in the output (an MPI error
+    the program handled) is not its cause, and is not named as such."""
+    end = ends.ends.get(rank)
+    return end is not None and end.signal in _CRASHES
+
+
 def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
     """A run that failed: name the rank that failed first, its host and why."""
     result.exit_code, result.status = EXIT_FAILED, "Failed"
     room = next((p for p in scan.found if p.key == "no-room"), None)
     if room is not None:  # the ranks' records say only "exit code 1": say why
-        result.reason = _pitfall_note(room, run)
+        result.reason = _pitfall_note(room, run, scan)
         return
     found = ends.blame(scan.signalled)
     if found is None:  # no record: a rank that never started, or one mpirun started itself
@@ -110,11 +121,56 @@ def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
     phrase = _killed_everything(ends, found, run) or found.phrase
     if _replaced_excepthook(ends, scan, found.rank):
         phrase = f"failed: {scan.exceptions[found.rank]}"
-    if scan.found:
-        phrase += f" ({_pitfall_note(scan.found[0], run)})"
+    if scan.found and not _crashed(ends, found.rank):
+        phrase += f" ({_pitfall_note(scan.found[0], run, scan)})"
     result.failed_rank, result.failed_host = found.rank, run.host(found.rank)
     result.phrase = printable(phrase)
     result.reason = printable(phrase.removeprefix("failed: "))
+
+
+def _world_rows(record_dir: Path) -> list[dict[str, object]]:
+    rows = []
+    for path in record_dir.glob("rank-*.world"):
+        with contextlib.suppress(OSError, ValueError):
+            row = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows
+
+
+def world_line(run: Run, completed: bool) -> str | None:
+    """The ranks' world against the job's N x n, from the ranks' records: a line when they
+    differ (a size other than N x n; or, in a run that completed, an instance without a rank)."""
+    rows = _world_rows(run.record_dir)
+    sizes = {row.get("size") for row in rows} - {None}
+    hosts = {str(row.get("host")) for row in rows}
+    shape = run.shape
+    missing = [h for h in shape.hosts if h not in hosts]
+    if not rows or (sizes <= {shape.world_size} and not (completed and missing)):
+        return None
+    started = " or ".join(str(s) for s in sorted(sizes, key=str)) or str(len(rows))
+    where = [h for h in shape.hosts if h in hosts] + sorted(hosts - set(shape.hosts))
+    on = f"{where[0]} only" if len(where) == 1 else "on " + ", ".join(where)
+    if missing:
+        on += f"; none on {', '.join(missing)}"
+    line = (
+        f"the job asked for {shape.instances} x {shape.ppn} = {shape.world_size} ranks, "
+        f"but the container started {started} ({on})"
+    )
+    if shape.custom_mpi_options:
+        line += f": its mpirun options {shape.custom_mpi_options!r} change the world"
+    return printable(line)
+
+
+def check_world(result: RunResult, run: Run) -> None:
+    """End a run whose world is not the job's N x n with one line (exit 1)."""
+    if result.exit_code not in (EXIT_OK, EXIT_FAILED):
+        return
+    line = world_line(run, result.exit_code == EXIT_OK)
+    if line is not None:
+        result.exit_code, result.status = EXIT_FAILED, "Failed"
+        result.failed_rank = result.failed_host = result.phrase = None
+        result.reason = line
 
 
 def failed(ends: Ends, code: int | None) -> bool:

@@ -1,0 +1,76 @@
+"""mpi4py's own demos (from its sdist) under ``smmpi run -N 2 -n 2`` beside plain mpirun.
+
+    python benchmarks/bench_compat.py [--runs 3] [--mode hosts|processes]
+
+Each figure is the median wall time of ``--runs`` alternating runs in this one invocation
+(plain ``mpirun --oversubscribe -np 4`` then smmpi), so both see the same machine. The
+target is smmpi within +0.5 s of plain mpirun for each demo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.compat.conftest import fetch_sdist  # noqa: E402
+
+BIN = Path(sys.executable).parent
+DEMOS = [
+    ("helloworld.py", ""),
+    ("mandelbrot/mandelbrot.py", ""),
+    ("compute-pi/cpi-cco.py", "100\n"),
+    ("nxtval/nxtval-threads.py", ""),
+    ("futures/run_mandelbrot.py", ""),
+    ("osu_barrier.py", ""),
+    ("osu_alltoall.py", ""),
+]
+
+
+def _timed(argv: list[str], cwd: Path, stdin: str, env: dict[str, str]) -> float:
+    start = time.monotonic()
+    r = subprocess.run(argv, cwd=cwd, input=stdin, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {r.stderr[-800:]}")
+    return time.monotonic() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--mode", choices=("hosts", "processes"), default="hosts")
+    options = parser.parse_args()
+    version = importlib.metadata.version("mpi4py")
+    demo_dir = fetch_sdist("mpi4py", version, ROOT / ".pytest_cache" / "compat") / "demo"
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}:{os.environ.get('PATH', '')}",
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        "SMMPI_ISOLATION": options.mode,
+    }
+    print(f"| demo (mpi4py {version}) | mpirun -np 4 | smmpi run -N 2 -n 2 ({options.mode}) | + |")
+    print("|---|---|---|---|")
+    for demo, stdin in DEMOS:
+        folder = demo_dir / Path(demo).parent
+        plain_argv = ["mpirun", "--oversubscribe", "-np", "4", "python", Path(demo).name]
+        smmpi_argv = [str(BIN / "smmpi"), "run", Path(demo).name, "--source-dir", "."]
+        smmpi_argv += ["-N", "2", "-n", "2", "--framework", "pytorch"]
+        plain, here = [], []
+        for _ in range(options.runs):
+            plain.append(_timed(plain_argv, folder, stdin, env))
+            here.append(_timed(smmpi_argv, folder, stdin, env))
+        p, h = statistics.median(plain), statistics.median(here)
+        print(f"| {demo} | {p:.2f} s | {h:.2f} s | {h - p:+.2f} s |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

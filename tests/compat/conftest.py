@@ -1,0 +1,57 @@
+"""Real programs nobody here wrote: the installed mpi4py's own sdist (its test/ and demo/).
+
+The sdist is fetched once with pip (``pip download --no-binary :all: --no-deps``) and
+kept under the pytest cache, so reruns do not fetch it again.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import base_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fetch_sdist(name: str, version: str, cache: Path) -> Path:
+    """``name==version``'s sdist, unpacked under ``cache`` (downloaded once)."""
+    folder = cache / f"{name}-{version}"
+    if (folder / "PKG-INFO").is_file():
+        return folder
+    cache.mkdir(parents=True, exist_ok=True)
+    pip = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-q"]
+    subprocess.run(
+        [*pip, f"{name}=={version}", "-d", str(cache)],
+        check=True,
+        timeout=600,
+    )
+    archive = cache / f"{name}-{version}.tar.gz"
+    with tarfile.open(archive) as tar:
+        tar.extractall(cache, filter="data")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def mpi4py_source() -> Path:
+    """The installed mpi4py's own sdist: its test suite and demos, as released."""
+    version = importlib.metadata.version("mpi4py")
+    return fetch_sdist("mpi4py", version, ROOT / ".pytest_cache" / "compat")
+
+
+@pytest.fixture
+def compat_env(tmp_path: Path) -> dict[str, str]:
+    env = base_env(tmp_path)
+    env.pop("SMMPI_ISOLATION", None)
+    env["TMPDIR"] = str(tmp_path)
+    return env
+
+
+def plain_mpirun(np: int) -> list[str]:
+    """Plain Open MPI, as a user runs it here: every rank on this machine."""
+    return ["mpirun", "--oversubscribe", "--tag-output", "-np", str(np)]
