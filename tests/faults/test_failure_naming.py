@@ -13,13 +13,15 @@ import os
 import re
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from smmpi.mpi_output import FailureScan, Pitfall
-from tests.helpers import smmpi
+from tests.helpers import BIN, smmpi
 
 HEADER = "import os, signal, subprocess, sys, time\nfrom mpi4py import MPI\n"
 HEADER += "comm = MPI.COMM_WORLD\nrank = comm.Get_rank()\n"
@@ -219,6 +221,47 @@ def test_session_files_that_do_not_fit_stop_the_run(
 # --- a host that lost its network --------------------------------------------------------
 
 
+def _rank_pid(mark: str, rank: int, deadline: float) -> int:
+    """This machine's pid of ``rank`` of the run whose ranks carry ``SMMPI_TEST_MARK=mark``."""
+    wanted = {f"SMMPI_TEST_MARK={mark}".encode(), f"OMPI_COMM_WORLD_RANK={rank}".encode()}
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                names = set((entry / "environ").read_bytes().split(b"\0"))
+                command = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if wanted <= names and b"mpi4py" in command:
+                return int(entry.name)
+        time.sleep(0.05)
+    raise AssertionError(f"rank {rank} of run {mark} never started")
+
+
+def _with_eth0_down(prog: Path, env: dict[str, str], timeout: str, after: float) -> Any:
+    """Run ``prog`` on 2 x 2 isolated hosts; ``after`` s into rank 2's life, take algo-2's eth0
+    down from outside (a rank holds a container's rights and cannot: the boundary tests)."""
+    mark = uuid.uuid4().hex
+    env = {**env, "SMMPI_TEST_MARK": mark}
+    argv = [str(BIN / "smmpi"), "run", str(prog), "-N", "2", "-n", "2", "--isolation", "hosts"]
+    argv += ["--timeout", timeout, "--pass-env", "SMMPI_TEST_MARK"]
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        pid = _rank_pid(mark, 2, time.monotonic() + 120)
+        time.sleep(after)
+        nsenter = ["nsenter", "-t", str(pid), "-n", "ip", "link", "set", "eth0", "down"]
+        subprocess.run(nsenter, check=True, capture_output=True)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 def test_a_host_that_lost_its_network_and_a_rank_that_ended_are_named_at_timeout(
     fault_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -228,14 +271,14 @@ def test_a_host_that_lost_its_network_and_a_rank_that_ended_are_named_at_timeout
         tmp_path,
         "comm.Barrier()\n"
         "if rank == 2:\n"
-        "    subprocess.run(['ip', 'link', 'set', 'eth0', 'down'], check=True)\n"
+        "    time.sleep(4)  # algo-2's eth0 goes down meanwhile\n"
         "    os._exit(7)\n"
         "comm.Barrier()\n",
     )
-    r = _run(prog, fault_env, "-N", "2", "-n", "2", "--isolation", "hosts", "--timeout", "10")
+    r = _with_eth0_down(prog, fault_env, "12", 0.5)
     assert r.returncode == 124, r.stderr
     expected = (
-        r"smmpi: timed out after 10 s; rank 2 \(algo-2\) had failed \d+\.\d s in: exit code 7, "
+        r"smmpi: timed out after 12 s; rank 2 \(algo-2\) had failed \d+\.\d s in: exit code 7, "
         r"and the run did not end; algo-2 lost its network \(eth0 has no route\)"
     )
     assert re.fullmatch(expected, _last_line(r.stderr)), r.stderr
@@ -252,26 +295,22 @@ def test_ranks_in_allreduce_when_a_host_loses_its_network(
     fault_env: dict[str, str], tmp_path: Path
 ) -> None:
     """Every rank shows its stack (inside Allreduce), or a note its records bear out; once
-    rank 2 has taken algo-2's eth0 down, a live rank there shows the host lost it."""
+    algo-2's eth0 is down, a live rank there shows the host lost it."""
     prog = _program(
         tmp_path,
         "import numpy as np\nbuf = np.ones(1 << 16)\ncomm.Barrier()\n"
-        "if rank == 2:\n"
-        "    subprocess.run(['ip', 'link', 'set', 'eth0', 'down'], check=True)\n"
         "while True:\n"
         "    comm.Allreduce(MPI.IN_PLACE, buf)\n",
     )
-    r = _run(prog, fault_env, "-N", "2", "-n", "2", "--isolation", "hosts", "--timeout", "15")
+    r = _with_eth0_down(prog, fault_env, "15", 1.0)
     assert r.returncode == 124, r.stderr
     sections = r.stderr.split("--- rank ")[1:]
     assert len(sections) == 4, r.stderr
-    in_allreduce = ['File "fault.py", line 11 in <module>' in s for s in sections]
     for section in sections:  # in Allreduce, or still in the Barrier on a loaded machine
         shown = 'File "fault.py", line ' in section
         ended = re.search(r"\(no stack: the rank had ended \d+\.\d s in: \S", section)
         assert shown or ended, section
-    if in_allreduce[2] or in_allreduce[3]:  # past the ip command, and alive on algo-2
-        assert "algo-2 lost its network (eth0 has no route)" in _last_line(r.stderr), r.stderr
+    assert "algo-2 lost its network (eth0 has no route)" in _last_line(r.stderr), r.stderr
 
 
 # --- the pitfall table the failure scan reads ------------------------------------------
