@@ -6,17 +6,29 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.helpers import smmpi
+
+
+def _dumps(done: Any) -> dict[int, dict[str, str]]:
+    """What every rank dumped, from the kept host trees (which are then removed)."""
+    kept = Path(done.stderr.split("host trees kept under ", 1)[1].split()[0])
+    files = kept.glob("algo-*/opt/ml/model/rank-*.json")
+    dumps = {int(p.stem.split("-")[1]): json.loads(p.read_text()) for p in files}
+    shutil.rmtree(kept)
+    return dumps
+
 
 DUMP = """\
 import json, os
 from mpi4py import MPI
 
 rank = MPI.COMM_WORLD.Get_rank()
-with open(os.path.join(os.environ["DUMP_DIR"], f"rank-{rank}.json"), "w") as f:
+# into the rank's own model dir (an isolated instance's /tmp is not this machine's)
+with open(os.path.join(os.environ["SM_MODEL_DIR"], f"rank-{rank}.json"), "w") as f:
     json.dump(dict(os.environ), f)
 """
 
@@ -25,21 +37,14 @@ def test_run_writes_the_hyperparameters_submit_sends(tmp_path: Path, env: dict[s
     src = tmp_path / "src"
     src.mkdir()
     (src / "dump.py").write_text(DUMP, encoding="utf-8")
-    dumps = tmp_path / "dumps"
-    dumps.mkdir()
-    run_env = {
-        **env,
-        "AWS_REGION": "eu-west-1",
-        "SMMPI_BUCKET": "my-bucket",
-        "DUMP_DIR": str(dumps),
-    }
-    args = ["run", str(src / "dump.py"), "-N", "2", "-n", "1", "--keep", "--pass-env", "DUMP_DIR"]
+    run_env = {**env, "AWS_REGION": "eu-west-1", "SMMPI_BUCKET": "my-bucket"}
+    args = ["run", str(src / "dump.py"), "-N", "2", "-n", "1", "--keep"]
     done = smmpi(args, run_env)
     assert done.returncode == 0, done.stderr
     kept = Path(done.stderr.split("host trees kept under ", 1)[1].split()[0])
     config = kept / "algo-2" / "opt" / "ml" / "input" / "config"
     hps = json.loads((config / "hyperparameters.json").read_text())
-    shutil.rmtree(kept)
+    dumps = _dumps(done)
     plan = smmpi(
         ["submit", str(src / "dump.py"), "-N", "2", "-n", "1", "--dry-run", "--json"], run_env
     )
@@ -53,7 +58,7 @@ def test_run_writes_the_hyperparameters_submit_sends(tmp_path: Path, env: dict[s
     assert code.startswith("s3://my-bucket/smmpi-run-dump/source/")
     assert code.endswith("/sourcedir.tar.gz")
     for rank in (0, 1):
-        seen = json.loads((dumps / f"rank-{rank}.json").read_text())
+        seen = dumps[rank]
         assert seen["SAGEMAKER_REGION"] == seen["S3_REGION"] == "eu-west-1"
         assert seen["SM_MODULE_DIR"] == code
         assert json.loads(seen["SM_TRAINING_ENV"])["module_dir"] == code
@@ -81,15 +86,13 @@ def test_no_locale_of_smmpis_own_reaches_the_ranks(
     without a locale (smmpi's own watcher) would coerce one and pass LC_CTYPE=C.UTF-8 on."""
     script = tmp_path / "dump.py"
     script.write_text(DUMP, encoding="utf-8")
-    dumps = tmp_path / "dumps"
-    dumps.mkdir()
     bare = {k: v for k, v in env.items() if k not in ("LANG", "LC_ALL", "LC_CTYPE")}
-    bare["DUMP_DIR"] = str(dumps)
-    args = ["run", str(script), "-N", "2", "-n", "1", "--isolation", mode, "--pass-env", "DUMP_DIR"]
+    args = ["run", str(script), "-N", "2", "-n", "1", "--isolation", mode, "--keep"]
     done = smmpi(args, bare)
     assert done.returncode == 0, done.stderr
+    dumps = _dumps(done)
     for rank in (0, 1):
-        seen = json.loads((dumps / f"rank-{rank}.json").read_text())
+        seen = dumps[rank]
         assert "LC_CTYPE" not in seen
         assert seen["LC_ALL"] == seen["LANG"] == "C.UTF-8"
 
@@ -100,15 +103,13 @@ def test_efa_variables_reach_the_ranks_as_the_toolkit_gives_them(
     """README: on an EFA instance type the ranks get the toolkit's FI_*/NCCL_PROTO here too."""
     script = tmp_path / "dump.py"
     script.write_text(DUMP, encoding="utf-8")
-    dumps = tmp_path / "dumps"
-    dumps.mkdir()
-    env["DUMP_DIR"] = str(dumps)
     args = ["run", str(script), "-N", "2", "-n", "1", "--instance-type", "ml.p4d.24xlarge"]
-    args += ["--isolation", "processes", "--pass-env", "DUMP_DIR"]
+    args += ["--isolation", "processes", "--keep"]
     done = smmpi(args, env)
     assert done.returncode == 0, done.stderr
+    dumps = _dumps(done)
     for rank in (0, 1):
-        seen = json.loads((dumps / f"rank-{rank}.json").read_text())
+        seen = dumps[rank]
         efa = (seen["FI_PROVIDER"], seen["NCCL_PROTO"], seen["FI_EFA_USE_DEVICE_RDMA"])
         assert efa == ("efa", "simple", "1")
 
