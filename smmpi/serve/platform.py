@@ -167,9 +167,38 @@ def program_failure(hosts_dir: Path, runner_line: str | None) -> str | None:
         path = host / "opt" / "ml" / "output" / "failure"
         if path.is_file() and not path.is_symlink():
             text = path.read_text(encoding="utf-8", errors="replace")
+            if TOOLKIT_TEXT.match(text):
+                return None  # the container's toolkit wrote it (here: smmpi's model of it)
             if text.strip() and text.strip() != (runner_line or "").strip():
                 return text[:FAILURE_CHARS]
     return None
+
+
+# What the toolkit writes to algo-1's /opt/ml/output/failure (smmpi.toolkit.failure)
+TOOLKIT_TEXT = re.compile(
+    r'(\w+:\nExitCode -?\d+\n)ErrorMessage "(.*)"\n((?:ExtraInfo ".*"\n)?Command ".*")\s*\Z', re.S
+)
+
+
+def toolkit_reason(hosts_dir: Path, line: str | None) -> str | None:
+    """``AlgorithmError: `` and algo-1's failure file as the toolkit wrote it, its error
+    message and command shortened so that smmpi's line naming rank and host fits whole."""
+    path = hosts_dir / "algo-1" / "opt" / "ml" / "output" / "failure"
+    if not path.is_file() or path.is_symlink():
+        return None
+    found = TOOLKIT_TEXT.match(path.read_text(encoding="utf-8", errors="replace"))
+    if found is None:
+        return None
+    head = "AlgorithmError: " + found.group(1) + 'ErrorMessage "'
+    last = f"\nsmmpi: {line}"[:400] if line else ""
+    command = found.group(3)
+    message = _shorten(found.group(2), 300)
+    room = FAILURE_CHARS - len(head) - len(message) - len(last) - 2
+    return head + message + '"\n' + _shorten(command, room) + last
+
+
+def _shorten(text: str, room: int) -> str:
+    return text if len(text) <= room else text[: max(0, room - 3)] + "..."
 
 
 def failure_reason(
@@ -202,9 +231,14 @@ def reason(request: dict[str, Any], result: dict[str, Any], hosts_dir: Path) -> 
     elif result.get("error"):  # the local runner refused the request before starting it
         reason = f"ClientError: {result.get('line')}"
     else:
-        reason = program_failure(hosts_dir, result.get("line")) or (
-            failure_reason(
-                request, int(result.get("exit_code") or 1), result.get("line"), result.get("reason")
+        line = result.get("line")
+        reason = (
+            program_failure(hosts_dir, line)
+            or toolkit_reason(hosts_dir, line)
+            or (
+                failure_reason(
+                    request, int(result.get("exit_code") or 1), line, result.get("reason")
+                )
             )
         )
     return reason[:FAILURE_CHARS]
