@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from smmpi.runners.hosts import first, instance, kernel, plan
+from smmpi.runners.hosts import first, instance, kernel, plan, sshd
 
 SETUP_FAILED = 125  # exit status when the instances could not be set up; stderr says why
 PREFIX = "smmpi: isolated hosts"
@@ -138,6 +138,8 @@ def set_up(spec: dict[str, Any]) -> list[Holder]:
             envs[k - 1],
             spec["records"] or "",
             k * _pid_stride(len(hosts)),
+            spec.get("ssh_keys") or "",
+            f"{spec['run_dir']}/.smmpi/sshd-{name}.log" if spec.get("ssh_keys") else "",
         )
         for k, name in enumerate(hosts, start=1)
     ]
@@ -175,8 +177,10 @@ def inner(spec: dict[str, Any]) -> int:
     kernel.mount("proc", "/proc", "proc", flags)
     try:
         first.protect_proc()
+        if spec.get("ssh_keys"):
+            sshd.make_keys(spec["ssh_keys"])
         holders = set_up(spec)
-    except (SetupError, OSError) as err:
+    except (SetupError, OSError, subprocess.CalledProcessError) as err:
         print(f"{PREFIX}: set-up failed: {err}", file=sys.stderr, flush=True)
         return SETUP_FAILED
     kernel.enter(holders[0].pid, ("pid_for_children",))  # the command is algo-1's process
