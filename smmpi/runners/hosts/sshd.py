@@ -61,7 +61,8 @@ def keygen() -> str | None:
 def missing() -> str | None:
     """None when this machine has what exact mode's sshd needs; else what to install."""
     if not os.access(SSHD, os.X_OK):
-        return f"{SSHD} not found: install openssh-server (`make sshd`, or apt-get install openssh-server)"
+        how = "`make sshd`, or apt-get install openssh-server"
+        return f"{SSHD} not found: install openssh-server ({how})"
     if keygen() is None or not any(
         os.access(f"{d}/ssh", os.X_OK) for d in ("/usr/bin", "/bin", "/usr/local/bin")
     ):
@@ -117,7 +118,9 @@ def _pam_loginuid() -> None:
         return
     text = _read(path).decode()
     lines = [
-        "session optional pam_loginuid.so" if ln.split()[:3] == ["session", "required", "pam_loginuid.so"] else ln
+        "session optional pam_loginuid.so"
+        if ln.split()[:3] == ["session", "required", "pam_loginuid.so"]
+        else ln
         for ln in text.splitlines()
     ]
     _write(path, ("\n".join(lines) + "\n").encode())
