@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.helpers import base_env, processes_left, smmpi, write
 
@@ -32,7 +33,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return {**env, "TMPDIR": str(tmp_path / "tmp")}
 
 
-def _views(stdout: str) -> dict[int, dict[str, object]]:
+def _views(stdout: str) -> dict[int, dict[str, Any]]:
     views = [
         json.loads(line.split("PROBE ", 1)[1]) for line in stdout.splitlines() if "PROBE " in line
     ]
@@ -50,7 +51,7 @@ def test_each_instance_runs_sshd_and_mpirun_reaches_workers_through_it(tmp_path:
     for rank, view in views.items():
         assert view["host"] == f"algo-{rank + 1}"
         assert "sshd" in view["processes"] and view["listens"] is True
-        assert {"id_ed25519", "authorized_keys", "config"} <= set(view["ssh"])  # type: ignore[arg-type]
+        assert {"id_ed25519", "authorized_keys", "config"} <= set(view["ssh"])
         assert view["host_keys"] == ["ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"]
         assert view["environment_path"] is True
     assert len({v["authorized"] for v in views.values()}) == 1  # one key pair per run
