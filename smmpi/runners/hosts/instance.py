@@ -43,7 +43,7 @@ class Instance:
     records: str = ""  # where ranks record their end (rank-R.exit): "" no stray is killed
     first_pid: int = 0  # the first process id inside the instance (0: the kernel's choice)
     ssh_keys: str = ""  # exact mode: the run's keys (sshd.py), and sshd on port 22; "": none
-    ssh_log: str = ""  # where this instance's sshd logs
+    ssh_log: str = ""  # where this instance's sshd logs; "": the instance's command starts it
 
 
 def _rebind(root_fd: int, root: str, entries: list[str], skip: str) -> None:
@@ -237,7 +237,7 @@ def hold(instance: Instance, report: int, go: int) -> int:
         listener = service.listen(instance.sockets, instance.name) if instance.sockets else None
         strays = Strays(instance.records, instance.name) if instance.records else None
         first.start(instance.first_pid, strays)
-        if instance.ssh_keys:
+        if instance.ssh_keys and instance.ssh_log:
             sshd.start(instance.ssh_log)
         os.write(report, b"ok\n")
         if os.read(go, 1) != b"g":  # the pod has moved eth0 in, or has ended

@@ -69,6 +69,9 @@ class Pod:
     # Exact mode: a real sshd on port 22 of each instance (sshd.py) and no launch service:
     # mpirun reaches the instances through ssh, as in the container.
     exact: bool = False
+    # Exact mode: what each worker (algo-2..N) runs at start, as algo-1 runs the command
+    # (the container's own start); empty: the workers run nothing but sshd.
+    worker_argv: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,7 @@ def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> di
         "hosts_text": plan.hosts_file(pod.hosts),
         "sockets": "" if pod.exact else str(sockets),
         "ssh_keys": str(keys) if pod.exact else None,
+        "worker_argv": list(pod.worker_argv),
         "keep": _kept(pod),
         "host_env": [dict(e) for e in pod.host_env] or None,
         "records": str(pod.records) if pod.records else None,

@@ -13,10 +13,19 @@ Exact mode needs isolated hosts (Linux namespaces, Open MPI 4), root, and Debian
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import venv
+from pathlib import Path
 
 from smmpi.errors import BadInput
 from smmpi.runners.hosts import sshd
+from smmpi.toolkit.container import start_env
+from smmpi.toolkit.shape import JobShape
 
 FIELD = "--exact"
 FIRST_LINE = (
@@ -52,3 +61,77 @@ def check(isolation_mode: str | None, instances: int) -> None:
     reason = unavailable_reason(instances)
     if reason:
         raise BadInput(FIELD, True, f"a machine where it can run ({reason})")
+
+
+#: The toolkit's environment: a venv holding ``sagemaker-training`` and the image's framework
+#: toolkit (``sagemaker-pytorch-training``), e.g. the one ``make .venv-toolkit`` builds.
+TOOLKIT_VENV = "SMMPI_TOOLKIT_VENV"
+TOOLKIT_LINE = (
+    "smmpi: exact mode: every instance runs the container's start, the sagemaker-training "
+    "toolkit's `train` (from {venv}), with a real sshd; the toolkit's own waits add about "
+    "30-60 s"
+)
+PYTORCH_MODULE = "sagemaker_pytorch_container.training:main"
+
+
+def toolkit_source() -> Path | None:
+    """The venv named by ``$SMMPI_TOOLKIT_VENV`` when it holds the toolkit, else None."""
+    named = os.environ.get(TOOLKIT_VENV)
+    if not named:
+        return None
+    found = sorted(Path(named).glob("lib/python3*/site-packages/sagemaker_training"))
+    if not found:
+        raise BadInput(TOOLKIT_VENV, named, "a venv with sagemaker-training installed")
+    return found[0].parent
+
+
+def _site_packages() -> str:
+    return sysconfig.get_paths()["purelib"]
+
+
+def toolkit_python(source: Path) -> Path:
+    """The interpreter ``train`` and the ranks run with: a venv of this Python that sees the
+    toolkit's packages, then this environment's (mpi4py, the user's packages), through a
+    ``.pth`` file; built once per pair under ~/.smmpi/toolkits (0700) and reused."""
+    key = hashlib.sha256(f"{source}\0{_site_packages()}\0{sys.version}".encode()).hexdigest()
+    root = Path.home() / ".smmpi" / "toolkits"
+    venv_dir = root / key[:16]
+    train = venv_dir / "bin" / "train"
+    if train.is_file():
+        return venv_dir
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(root.parent, 0o700)
+    os.chmod(root, 0o700)
+    partial = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(partial)
+    purelib = sysconfig.get_paths(vars={"base": str(partial), "platbase": str(partial)})["purelib"]
+    lines = f"import site; site.addsitedir({str(source)!r}); site.addsitedir({_site_packages()!r})"
+    Path(purelib, "smmpi_toolkit.pth").write_text(lines + "\n")
+    entry = "import sys\nfrom sagemaker_training.cli.train import main\nsys.exit(main())\n"
+    script = partial / "bin" / "train"
+    script.write_text(f"#!{venv_dir}/bin/python3\n{entry}")
+    script.chmod(0o700)
+    try:
+        partial.rename(venv_dir)
+    except OSError:  # another run built it meanwhile
+        shutil.rmtree(partial, ignore_errors=True)
+    return venv_dir
+
+
+def toolkit_env(
+    shape: JobShape, base: dict[str, str], run_env: dict[str, str], venv_dir: Path
+) -> dict[str, str]:
+    """An instance's environment at the container's start: this machine's part (``base``:
+    its MPI on PATH, HOME=/root), the image's ENV and the job's Environment, smmpi's
+    run variables (``run_env``: the rank hook, its stack folder, Open MPI's session folder);
+    no SM_* value: the toolkit computes them, as in the container."""
+    env = {**base, **start_env(shape), **run_env}
+    env.setdefault("SAGEMAKER_TRAINING_MODULE", PYTORCH_MODULE)
+    env["PATH"] = os.pathsep.join([str(venv_dir / "bin"), base.get("PATH", "/usr/bin:/bin")])
+    return env
+
+
+def first_line() -> str:
+    """The run's first line in exact mode: what runs on every instance."""
+    source = toolkit_source()
+    return FIRST_LINE if source is None else TOOLKIT_LINE.format(venv=os.environ[TOOLKIT_VENV])

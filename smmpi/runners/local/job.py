@@ -238,7 +238,7 @@ def run_request(
     if mode == "processes":
         say(isolation.differs(why_not_hosts))
     if options.exact:
-        say(exact.FIRST_LINE)
+        say(exact.first_line())
     log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
     with isolation.watching_opt_ml(mode, say):
         result = execute(

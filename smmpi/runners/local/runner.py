@@ -93,7 +93,7 @@ def _run_in(
     if mode == "processes":
         say(isolation.differs(why_not_hosts))
     if options.exact:
-        say(exact.FIRST_LINE)
+        say(exact.first_line())
     with isolation.watching_opt_ml(mode, say):
         return execute(
             shape,
