@@ -61,6 +61,7 @@ def check(isolation_mode: str | None, instances: int) -> None:
     reason = unavailable_reason(instances)
     if reason:
         raise BadInput(FIELD, True, f"a machine where it can run ({reason})")
+    toolkit_source()  # a $SMMPI_TOOLKIT_VENV without the toolkit is refused here, too
 
 
 #: The toolkit's environment: a venv holding ``sagemaker-training`` and the image's framework
