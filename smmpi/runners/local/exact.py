@@ -23,7 +23,8 @@ import venv
 from pathlib import Path
 
 from smmpi.errors import BadInput
-from smmpi.runners.hosts import sshd
+from smmpi.runners.hosts import launch, sshd
+from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
 from smmpi.toolkit.container import start_env
 from smmpi.toolkit.shape import JobShape
 
@@ -136,3 +137,31 @@ def first_line() -> str:
     """The run's first line in exact mode: what runs on every instance."""
     source = toolkit_source()
     return FIRST_LINE if source is None else TOOLKIT_LINE.format(venv=os.environ[TOOLKIT_VENV])
+
+
+_RUN_VARIABLES = ("PYTHONPATH", "SMMPI_LOCAL", "SMMPI_STACK_DIR", "OMPI_MCA_orte_tmpdir_base")
+
+
+def toolkit_command(
+    shape: JobShape,
+    run_dir: Path,
+    base: dict[str, str],
+    first: dict[str, str],
+    keep: tuple[Path, ...],
+    toolkit: Path,
+) -> launch.Command:
+    """The pod for exact mode with the toolkit: every instance runs ``train``, as the
+    container starts; ``first`` is algo-1's fast-mode environment (smmpi's run variables)."""
+    venv_dir = toolkit_python(toolkit)
+    run_env = {k: first[k] for k in _RUN_VARIABLES if k in first}
+    run_env["PYTHONPATH"] = str(site_dir(run_dir))  # the rank hook, not /opt/ml/code
+    envs = tuple(toolkit_env(shape, base, run_env, venv_dir) for _ in shape.hosts)
+    trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
+    train = str(venv_dir / "bin" / "train")
+    roots = (*keep, venv_dir, toolkit)
+    pod = launch.Pod(
+        tuple(shape.hosts), trees, run_dir, envs, roots, stack_dir(run_dir), True, (train,)
+    )
+    # train runs as the container's first process does: what it leaves (its sshd) goes with
+    # the instance, and the instance's first process reaps orphans
+    return launch.command(pod, [train], envs[0], "/")

@@ -205,7 +205,8 @@ def _hosts(
     keep = (Path(python).parent, Path(python).resolve().parent, mpi_prefix, *map(Path, extra_paths))
     toolkit = exact_mode.toolkit_source() if exact else None
     if toolkit is not None:
-        return _toolkit(shape, run_dir, base, envs[0], keep, toolkit)
+        started = exact_mode.toolkit_command(shape, run_dir, base, envs[0], keep, toolkit)
+        return Launch(started.argv, launch.pod_env(), "hosts", pids.outside_ids, (started.spec_fd,))
     pod = launch.Pod(tuple(shape.hosts), trees, run_dir, envs, keep, stack_dir(run_dir), exact)
     # Each rank starts under the rank watcher, which records how it ended; its host file adds
     # no variable: the instance's environment and mpirun's -x have made the rank's already.
@@ -220,34 +221,6 @@ def _hosts(
     inside[inside.index("--parent") + 1] = "0"
     command = launch.command(pod, inside, envs[0], f"{CONTAINER_ROOT}/code")
     # The pod starts from nothing of this environment: what the instances get is in its spec.
-    return Launch(command.argv, launch.pod_env(), "hosts", pids.outside_ids, (command.spec_fd,))
-
-
-_RUN_VARIABLES = ("PYTHONPATH", "SMMPI_LOCAL", "SMMPI_STACK_DIR", "OMPI_MCA_orte_tmpdir_base")
-
-
-def _toolkit(
-    shape: JobShape,
-    run_dir: Path,
-    base: dict[str, str],
-    first: dict[str, str],
-    keep: tuple[Path, ...],
-    toolkit: Path,
-) -> Launch:
-    """Exact mode with the toolkit: every instance runs ``train``, as the container starts."""
-    venv_dir = exact_mode.toolkit_python(toolkit)
-    run_env = {k: first[k] for k in _RUN_VARIABLES if k in first}
-    run_env["PYTHONPATH"] = str(site_dir(run_dir))  # the rank hook, not /opt/ml/code
-    envs = tuple(exact_mode.toolkit_env(shape, base, run_env, venv_dir) for _ in shape.hosts)
-    trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
-    train = str(venv_dir / "bin" / "train")
-    roots = (*keep, venv_dir, toolkit)
-    pod = launch.Pod(
-        tuple(shape.hosts), trees, run_dir, envs, roots, stack_dir(run_dir), True, (train,)
-    )
-    # train runs as the container's first process does: what it leaves (its sshd) goes with
-    # the instance, and the instance's first process reaps orphans
-    command = launch.command(pod, [train], envs[0], "/")
     return Launch(command.argv, launch.pod_env(), "hosts", pids.outside_ids, (command.spec_fd,))
 
 
