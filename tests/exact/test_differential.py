@@ -51,12 +51,14 @@ def _views(tmp_path: Path, name: str, exact: bool) -> dict[int, dict[str, Any]]:
     args = ["run", str(PROBE), "-N", "3", "-n", "2", "--keep", *(["--exact"] if exact else [])]
     done = smmpi(args, {**env, "TMPDIR": str(tmp)})
     assert done.returncode == 0, done.stderr
-    run_dir = str(next(tmp.glob("smmpi-run-*")))
+    run = next(tmp.glob("smmpi-run-*"))
+    run_dir = str(run)
     views = {}
     for line in done.stdout.splitlines():
         if "VIEW " in line:
-            tag, _, text = line.partition("VIEW ")
-            view = json.loads(text)
+            tag, _, rank = line.partition("VIEW ")
+            found = list(run.glob(f"algo-*/opt/ml/model/view-{rank}.json"))
+            view = json.loads(found[0].read_text())
             view["tag"] = tag
             env_of = view.pop("env")
             view["per_run"] = sorted(k for k in env_of if k.startswith(PER_RUN))

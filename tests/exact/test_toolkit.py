@@ -6,12 +6,15 @@ suite runs two jobs.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from tests.helpers import ROOT, base_env, processes_left, smmpi, write
 
+PROBE = Path(__file__).with_name("probe_view.py")
 VENV = os.environ.get("SMMPI_TOOLKIT_VENV", str(ROOT / ".venv-toolkit"))
 
 
@@ -78,3 +81,63 @@ def test_a_toolkit_venv_without_the_toolkit_is_refused_before_anything_runs(
         "allowed: a venv with sagemaker-training installed"
     )
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+#: What the toolkit's start adds to a rank's environment that the fast mode's does not:
+#: its gethostname shim (``-x LD_PRELOAD``), and what importing TensorFlow sets in the
+#: framework toolkit's process (TensorFlow, joblib, scikit-learn), which mpirun passes on.
+TOOLKIT_ONLY = {
+    "LD_PRELOAD",
+    "ENABLE_RUNTIME_UPTIME_TELEMETRY",
+    "HDF5_PLUGIN_PATH",
+    "KMP_DUPLICATE_LIB_OK",
+    "KMP_INIT_AT_FORK",
+    "TF2_BEHAVIOR",
+    "TPU_ML_PLATFORM",
+    "TPU_ML_PLATFORM_VERSION",
+}
+#: Values that differ, each for a reason docs/TOOLKIT.md gives.
+TOOLKIT_VALUES = {"OMPI_ARGV", "PATH", "PYTHONPATH", "SM_NUM_CPUS", "SM_TRAINING_ENV"}
+
+
+def test_ranks_observe_the_fast_modes_start_but_for_the_documented_differences(
+    tmp_path: Path,
+) -> None:
+    from tests.exact.test_differential import FAST_ONLY, PER_RUN, SSH_SESSION, _normalised
+
+    def views(name: str, exact: bool) -> dict[int, dict[str, Any]]:
+        (tmp_path / name).mkdir()
+        env = _env(tmp_path / name)
+        if not exact:
+            env.pop("SMMPI_TOOLKIT_VENV")
+        argv = ["run", str(PROBE), "-N", "2", "-n", "2", "--keep", *(["--exact"] * exact)]
+        done = smmpi(argv, env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        run = next((tmp_path / name / "tmp").glob("smmpi-run-*"))
+        run_dir = str(run)
+        out = {}
+        for line in done.stdout.splitlines():
+            if "VIEW " in line:
+                tag, _, rank = line.partition("VIEW ")
+                found = list(run.glob(f"algo-*/opt/ml/model/view-{rank}.json"))
+                view = {**json.loads(found[0].read_text()), "tag": tag}
+                view["env"] = {
+                    k: _normalised(v, run_dir)
+                    for k, v in view["env"].items()
+                    if not k.startswith(PER_RUN)
+                }
+                out[view["rank"]] = {k: _normalised(v, run_dir) for k, v in view.items()}
+        assert sorted(out) == [0, 1, 2, 3], done.stdout
+        return out
+
+    fast, exact = views("fast", False), views("exact", True)
+    for rank in range(4):
+        a, b = fast[rank], exact[rank]
+        env_a, env_b = a.pop("env"), b.pop("env")
+        assert a.pop("executable") != b.pop("executable")  # the toolkit's interpreter
+        assert a == b, rank  # argv, cwd, hostname, uid, umask, /opt/ml, output tag
+        assert set(env_a) - set(env_b) == FAST_ONLY
+        worker = SSH_SESSION if b["hostname"] != "algo-1" else set()
+        assert set(env_b) - set(env_a) == TOOLKIT_ONLY | worker, rank
+        differ = {k for k in set(env_a) & set(env_b) if env_a[k] != env_b[k]}
+        assert differ <= TOOLKIT_VALUES, (rank, differ)
