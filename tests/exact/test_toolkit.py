@@ -141,3 +141,18 @@ def test_ranks_observe_the_fast_modes_start_but_for_the_documented_differences(
         assert set(env_b) - set(env_a) == TOOLKIT_ONLY | worker, rank
         differ = {k for k in set(env_a) & set(env_b) if env_a[k] != env_b[k]}
         assert differ <= TOOLKIT_VALUES, (rank, differ)
+
+
+def test_a_hang_under_the_toolkit_ends_at_timeout_with_every_ranks_stack(tmp_path: Path) -> None:
+    program = write(
+        tmp_path / "hangs.py",
+        "import time\nfrom mpi4py import MPI\n\n"
+        "def wait_forever():\n    time.sleep(600)\n\nwait_forever()\n",
+    )
+    argv = ["run", str(program), "-N", "2", "-n", "1", "--exact", "--timeout", "60"]
+    done = smmpi(argv, _env(tmp_path), timeout=300)
+    assert done.returncode == 124, done.stderr
+    for rank, host in ((0, "algo-1"), (1, "algo-2")):
+        section = done.stderr.split(f"--- rank {rank} ({host}) ---\n", 1)[1].split("---", 1)[0]
+        assert 'File "hangs.py", line 5 in wait_forever' in section, done.stderr
+    assert processes_left(str(tmp_path)) == []
