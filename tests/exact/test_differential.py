@@ -84,3 +84,31 @@ def test_ranks_observe_the_same_start_in_fast_and_exact_mode(tmp_path: Path) -> 
         if on_worker:
             assert env_b["SSH_CLIENT"].startswith("198.18.0.1 ")  # from algo-1's mpirun
             assert env_b["USER"] == env_b["LOGNAME"] == "root"
+
+
+FAILING = {
+    "raises": "from mpi4py import MPI\n"
+    "if MPI.COMM_WORLD.Get_rank() == 3:\n    raise ValueError('broken on rank three')\n"
+    "MPI.COMM_WORLD.Barrier()\n",
+    "killed": "import os, signal\nfrom mpi4py import MPI\n"
+    "if MPI.COMM_WORLD.Get_rank() == 2:\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+    "MPI.COMM_WORLD.Barrier()\n",
+}
+
+
+def _ending(tmp_path: Path, name: str, exact: bool) -> tuple[int, str]:
+    env = base_env(tmp_path)
+    env.pop("SMMPI_ISOLATION", None)
+    program = tmp_path / f"{name}.py"
+    if not program.exists():
+        program.write_text(FAILING[name])
+    argv = ["run", str(program), "-N", "2", "-n", "2", *(["--exact"] if exact else [])]
+    done = smmpi(argv, env)
+    return done.returncode, done.stderr.strip().splitlines()[-1]
+
+
+def test_a_failed_rank_and_exit_137_end_alike_in_both_modes(tmp_path: Path) -> None:
+    for name in FAILING:
+        fast, exact = _ending(tmp_path, name, False), _ending(tmp_path, name, True)
+        assert fast == exact, name
+        assert fast[0] != 0 and fast[1].startswith("smmpi: rank "), fast
