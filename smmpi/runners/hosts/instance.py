@@ -226,7 +226,8 @@ def set_up(instance: Instance) -> None:
         private_folder(root, instance.keep)
     if instance.ssh_keys:
         private_folder("/run", instance.keep)  # a container's own /run (sshd's /run/sshd)
-        sshd.configure(instance.ssh_keys, instance.env)
+        # the toolkit writes /etc/environment itself where it starts sshd (no ssh_log)
+        sshd.configure(instance.ssh_keys, instance.env if instance.ssh_log else None)
     kernel.link_up("lo")
 
 

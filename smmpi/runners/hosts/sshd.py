@@ -127,7 +127,8 @@ def _pam_loginuid() -> None:
 
 
 def configure(keys: str, env: dict[str, str] | None) -> None:
-    """In the instance's mount namespace: root's keys, the host key, sshd's configuration."""
+    """In the instance's mount namespace: root's keys, the host key, sshd's configuration,
+    and ``env`` in /etc/environment (None: left as this machine's)."""
     os.makedirs("/root/.ssh", mode=0o700, exist_ok=True)
     private, public = _read(f"{keys}/{USER_KEY}"), _read(f"{keys}/{USER_KEY}.pub")
     _write(f"/root/.ssh/{USER_KEY}", private, 0o600)
@@ -144,7 +145,8 @@ def configure(keys: str, env: dict[str, str] | None) -> None:
     kept = b"\n".join(ln for ln in client.splitlines() if b"StrictHostKeyChecking" not in ln)
     _write("/etc/ssh/ssh_config", kept + b"\n    StrictHostKeyChecking no\n")
     _pam_loginuid()
-    _write("/etc/environment", _environment(env))
+    if env is not None:  # else the instance's command writes it (the toolkit's worker does)
+        _write("/etc/environment", _environment(env))
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     kernel.umount(keys, kernel.MNT_DETACH)  # the run's keys: now only where the image has them
 
