@@ -87,7 +87,8 @@ ISOLATION_HELP = (
 
 EXACT_HELP = (
     "Exact mode (isolated hosts, as root, with openssh-server): a real sshd on port 22 of "
-    "every instance, and mpirun reaches the workers through ssh, as in the container."
+    "every instance, and mpirun reaches the workers through ssh, as in the container; with "
+    "SMMPI_TOOLKIT_VENV (a venv with sagemaker-training), every instance runs its `train`."
 )
 
 
