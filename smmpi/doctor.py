@@ -271,6 +271,21 @@ def isolation_check() -> Check:
     )
 
 
+def exact_check() -> Check:
+    """Whether ``--exact`` (a real sshd in every isolated instance) can run here."""
+    from smmpi.runners.local.exact import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is None:
+        return Check("exact", "ok", "--exact: a real sshd on port 22 of every isolated instance")
+    return Check(
+        "exact",
+        "warn",
+        f"--exact unavailable: {reason}",
+        "as root, with isolated hosts: `make sshd` (apt-get install openssh-server)",
+    )
+
+
 def run(smoke: bool = True, region: str | None = None) -> list[Check]:
     """Every check, MPI first (it needs no network)."""
-    return [*mpi_checks(smoke=smoke), isolation_check(), *aws_checks(region)]
+    return [*mpi_checks(smoke=smoke), isolation_check(), exact_check(), *aws_checks(region)]

@@ -43,6 +43,7 @@ def test_without_credentials(env: dict[str, str]) -> None:
         "mpi4py": "ok",
         "smoke": "ok",
         "isolation": "ok",
+        "exact": "ok",
         "credentials": "fail",
         "region": "fail",
         "endpoint": "warn",
@@ -56,11 +57,12 @@ def test_without_credentials(env: dict[str, str]) -> None:
         "ok    isolation   isolated hosts (root): each emulated instance has its own hostname, "
         "eth0, /opt/ml"
     )
-    assert lines[4] == (
+    assert lines[4].startswith("ok    exact ")
+    assert lines[5] == (
         "fail  credentials none found; fix: run `aws configure` or "
         "`aws sso login`, or set AWS_PROFILE"
     )
-    assert lines[7].startswith("fail  role        not configured; fix: smmpi infra deploy")
+    assert lines[8].startswith("fail  role        not configured; fix: smmpi infra deploy")
 
 
 def test_with_credentials_and_deployed_infra(moto_server: MotoServer, env: dict[str, str]) -> None:
@@ -73,6 +75,7 @@ def test_with_credentials_and_deployed_infra(moto_server: MotoServer, env: dict[
         "mpirun": "ok",
         "mpi4py": "ok",
         "isolation": "ok",
+        "exact": "ok",
         "credentials": "ok",
         "region": "ok",
         "endpoint": "ok",

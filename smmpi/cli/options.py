@@ -85,6 +85,12 @@ ISOLATION_HELP = (
     "machine allows it). Default: SMMPI_ISOLATION, else auto."
 )
 
+EXACT_HELP = (
+    "Exact mode (isolated hosts, as root, with openssh-server): a real sshd on port 22 of "
+    "every instance, and mpirun reaches the workers through ssh, as in the container; with "
+    "SMMPI_TOOLKIT_VENV (a venv with sagemaker-training), every instance runs its `train`."
+)
+
 
 def local_run_options(
     timeout_help: str, log_dir_help: str, requirements_help: str
@@ -102,6 +108,7 @@ def local_run_options(
             "--log-dir", type=click.Path(file_okay=False), default=None, help=log_dir_help
         ),
         click.option("--install-requirements", is_flag=True, help=requirements_help),
+        click.option("--exact", is_flag=True, help=EXACT_HELP),
     )
 
 

@@ -60,6 +60,7 @@ def run_cmd(
     isolation: str | None,
     log_dir: str | None,
     install_requirements: bool,
+    exact: bool,
     source_dir: str | None,
     keep: bool,
     from_job: str | None,
@@ -95,7 +96,7 @@ def run_cmd(
         ):
             if value is not None:
                 raise BadInput(name, value, "nothing with --from-job (its own)")
-        passed = {"pass_env": list(pass_env), "with_credentials": with_credentials}
+        passed = {"pass_env": list(pass_env), "with_credentials": with_credentials, "exact": exact}
         sys.exit(
             _from_job(from_job, region, timeout, log_dir, install_requirements, passed, isolation)
         )
@@ -117,6 +118,7 @@ def run_cmd(
         pass_env=list(pass_env),
         with_credentials=with_credentials,
         isolation=isolation,
+        exact=exact,
     )
     sys.exit(result.exit_code)
 

@@ -163,6 +163,7 @@ def submit_cmd(
     isolation: str | None,
     log_dir: str | None,
     install_requirements: bool,
+    exact: bool,
     as_json: bool,
     create_bucket: bool,
     pass_env: tuple[str, ...],
@@ -188,13 +189,15 @@ def submit_cmd(
         raise BadInput(flag, " ".join(pass_env) or True, "only with --local")
     if isolation is not None and not local:
         raise BadInput("--isolation", isolation, "only with --local")
+    if exact and not local:
+        raise BadInput("--exact", True, "only with --local")
     job = _job(entry, fields)
     if job.api == "model-trainer" and not dry_run:
         raise BadInput(
             "--api", job.api, "model-trainer with --dry-run for now (estimator otherwise)"
         )
     if local:
-        passed = {"pass_env": list(pass_env), "with_credentials": with_credentials}
+        passed = {"pass_env": list(pass_env), "with_credentials": with_credentials, "exact": exact}
         _run_here(job, timeout, log_dir, install_requirements, as_json, passed, isolation)
     elif dry_run:
         _dry_run(job, as_json)

@@ -48,6 +48,7 @@ class RunOptions:
     progress: Progress = silent
     env: Mapping[str, str] = field(default_factory=dict)  # this shell's variables for the ranks
     isolation: str | None = None  # auto | hosts | processes; None: $SMMPI_ISOLATION, else auto
+    exact: bool = False  # sshd on every isolated instance, mpirun through ssh (local/exact.py)
 
 
 class Outcome(Protocol):

@@ -28,14 +28,18 @@ def _is_python(token: str) -> bool:
 
 
 def substitutions(
-    container: Sequence[str], python: str | Sequence[str], agent: str
+    container: Sequence[str], python: str | Sequence[str], agent: str | None
 ) -> list[Substitution]:
     """The only differences between the container's line and the one that runs here.
 
     ``python`` is the interpreter, or the words that start it (a wrapper, then it).
+    ``agent`` None: exact mode, where mpirun reaches the instances through ssh and sshd.
     """
     interpreter = (python,) if isinstance(python, str) else tuple(python)
-    subs = [Substitution(("mpirun",), ("mpirun", "-mca", "plm_rsh_agent", agent), AGENT_WHY)]
+    subs = []
+    if agent is not None:
+        local = ("mpirun", "-mca", "plm_rsh_agent", agent)
+        subs.append(Substitution(("mpirun",), local, AGENT_WHY))
     tokens = list(container)
     for i, token in enumerate(tokens):
         if token == "-x" and i + 1 < len(tokens) and tokens[i + 1].startswith("LD_PRELOAD="):
@@ -46,7 +50,9 @@ def substitutions(
     return subs
 
 
-def isolated_argv(container: Sequence[str], python: str | Sequence[str], agent: str) -> list[str]:
+def isolated_argv(
+    container: Sequence[str], python: str | Sequence[str], agent: str | None
+) -> list[str]:
     """``container`` with :func:`substitutions` applied, and nothing else changed."""
     tokens = list(container)
     if not tokens or tokens[0] != "mpirun":

@@ -22,7 +22,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from smmpi.runners.hosts import first, kernel, service
+from smmpi.runners.hosts import first, kernel, service, sshd
 from smmpi.runners.hosts.strays import Strays
 
 #: Folders each instance has of its own, empty at start (as in a fresh container).
@@ -42,6 +42,8 @@ class Instance:
     env: dict[str, str] | None = field(default=None, hash=False)  # commands' environment
     records: str = ""  # where ranks record their end (rank-R.exit): "" no stray is killed
     first_pid: int = 0  # the first process id inside the instance (0: the kernel's choice)
+    ssh_keys: str = ""  # exact mode: the run's keys (sshd.py), and sshd on port 22; "": none
+    ssh_log: str = ""  # where this instance's sshd logs; "": the instance's command starts it
 
 
 def _rebind(root_fd: int, root: str, entries: list[str], skip: str) -> None:
@@ -222,6 +224,10 @@ def set_up(instance: Instance) -> None:
     private_etc(instance.hosts)
     for root in PRIVATE:
         private_folder(root, instance.keep)
+    if instance.ssh_keys:
+        private_folder("/run", instance.keep)  # a container's own /run (sshd's /run/sshd)
+        # the toolkit writes /etc/environment itself where it starts sshd (no ssh_log)
+        sshd.configure(instance.ssh_keys, instance.env if instance.ssh_log else None)
     kernel.link_up("lo")
 
 
@@ -232,6 +238,8 @@ def hold(instance: Instance, report: int, go: int) -> int:
         listener = service.listen(instance.sockets, instance.name) if instance.sockets else None
         strays = Strays(instance.records, instance.name) if instance.records else None
         first.start(instance.first_pid, strays)
+        if instance.ssh_keys and instance.ssh_log:
+            sshd.start(instance.ssh_log)
         os.write(report, b"ok\n")
         if os.read(go, 1) != b"g":  # the pod has moved eth0 in, or has ended
             return 0

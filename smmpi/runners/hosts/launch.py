@@ -47,6 +47,7 @@ _BOOT = (
 _ROOT = str(Path(__file__).resolve().parents[3])
 RECORD = "command.json"  # the command the pod runs on algo-1, in the run folder
 SOCKETS = ".sockets"  # the folder, in the run folder, of each instance's launch service
+SSH_KEYS = ".smmpi/ssh"  # exact mode: where the pod mounts the tmpfs of the run's keys
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,12 @@ class Pod:
     # Where ranks record their end (``rank-R.exit``): each instance's launch service kills
     # what a rank left there once it has ended, and names it (service.py). None: never.
     records: Path | None = None
+    # Exact mode: a real sshd on port 22 of each instance (sshd.py) and no launch service:
+    # mpirun reaches the instances through ssh, as in the container.
+    exact: bool = False
+    # Exact mode: what each worker (algo-2..N) runs at start, as algo-1 runs the command
+    # (the container's own start); empty: the workers run nothing but sshd.
+    worker_argv: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,8 +128,12 @@ def _write_agent(pod: Pod, sockets: Path) -> None:
 
 def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> dict[str, Any]:
     sockets = pod.run_dir / SOCKETS
-    sockets.mkdir(mode=0o700, exist_ok=True)
-    _write_agent(pod, sockets)
+    keys = pod.run_dir / SSH_KEYS
+    if pod.exact:
+        keys.mkdir(mode=0o700, parents=True, exist_ok=True)
+    else:
+        sockets.mkdir(mode=0o700, exist_ok=True)
+        _write_agent(pod, sockets)
     # what runs on algo-1, for the record (its environment, which may hold secrets, is not)
     record = json.dumps({"argv": list(argv), "cwd": cwd}, indent=1)
     fd = os.open(pod.run_dir / RECORD, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
@@ -133,7 +144,9 @@ def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> di
         "opt_ml": [str(p) for p in pod.opt_ml],
         "run_dir": str(pod.run_dir),
         "hosts_text": plan.hosts_file(pod.hosts),
-        "sockets": str(sockets),
+        "sockets": "" if pod.exact else str(sockets),
+        "ssh_keys": str(keys) if pod.exact else None,
+        "worker_argv": list(pod.worker_argv),
         "keep": _kept(pod),
         "host_env": [dict(e) for e in pod.host_env] or None,
         "records": str(pod.records) if pod.records else None,

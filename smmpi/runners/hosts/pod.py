@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from smmpi.runners.hosts import first, instance, kernel, plan
+from smmpi.runners.hosts import first, instance, kernel, plan, sshd
 
 SETUP_FAILED = 125  # exit status when the instances could not be set up; stderr says why
 PREFIX = "smmpi: isolated hosts"
@@ -123,6 +123,14 @@ def _pid_stride(count: int) -> int:
     return max(pid_max // (count + 1), 2)
 
 
+def _sshd_log(spec: dict[str, Any], name: str) -> str:
+    """Where ``name``'s sshd logs, when the pod starts it: exact mode, unless the instances
+    run the container's start, which starts sshd itself (as the toolkit does)."""
+    if not spec.get("ssh_keys") or spec.get("worker_argv"):
+        return ""
+    return f"{spec['run_dir']}/.smmpi/sshd-{name}.log"
+
+
 def set_up(spec: dict[str, Any]) -> list[Holder]:
     hosts: list[str] = spec["hosts"]
     envs: list[dict[str, str]] = spec.get("host_env") or [None] * len(hosts)
@@ -138,6 +146,8 @@ def set_up(spec: dict[str, Any]) -> list[Holder]:
             envs[k - 1],
             spec["records"] or "",
             k * _pid_stride(len(hosts)),
+            spec.get("ssh_keys") or "",
+            _sshd_log(spec, name),
         )
         for k, name in enumerate(hosts, start=1)
     ]
@@ -166,6 +176,19 @@ def _exec_in(holder: Holder, spec: dict[str, Any]) -> None:
     os._exit(127)
 
 
+def _start_on_workers(holders: list[Holder], spec: dict[str, Any]) -> None:
+    """``worker_argv`` (exact mode's container start) on algo-2..N, each with its own
+    environment; they end with the pod, as a job's workers end with it."""
+    argv = spec.get("worker_argv")
+    if not argv:
+        return
+    envs = spec.get("host_env") or [spec["env"]] * len(holders)
+    for holder, env in zip(holders[1:], envs[1:], strict=True):
+        kernel.enter(holder.pid, ("pid_for_children",))
+        if os.fork() == 0:
+            _exec_in(holder, {**spec, "argv": argv, "env": env})
+
+
 def inner(spec: dict[str, Any]) -> int:
     """PID 1 of the pod: set up, run the command on algo-1, reap until it ends."""
     command: list[int] = []
@@ -175,10 +198,13 @@ def inner(spec: dict[str, Any]) -> int:
     kernel.mount("proc", "/proc", "proc", flags)
     try:
         first.protect_proc()
+        if spec.get("ssh_keys"):
+            sshd.make_keys(spec["ssh_keys"])
         holders = set_up(spec)
-    except (SetupError, OSError) as err:
+    except (SetupError, OSError, subprocess.CalledProcessError) as err:
         print(f"{PREFIX}: set-up failed: {err}", file=sys.stderr, flush=True)
         return SETUP_FAILED
+    _start_on_workers(holders, spec)
     kernel.enter(holders[0].pid, ("pid_for_children",))  # the command is algo-1's process
     pid = os.fork()
     if pid == 0:

@@ -26,6 +26,7 @@ from smmpi.errors import BadInput, MPINotFound
 from smmpi.runners.base import Progress
 from smmpi.runners.hosts import argv as hosts_argv
 from smmpi.runners.hosts import launch, pids
+from smmpi.runners.local import exact as exact_mode
 from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.hostfiles import rank_command, reaper_command, write_host_file
 from smmpi.runners.local.layout import SECRETS, host_dirs, launch_env, site_dir, stack_dir
@@ -192,6 +193,7 @@ def _hosts(
     python: str,
     extra_env: dict[str, str] | None,
     extra_paths: Sequence[str],
+    exact: bool = False,
 ) -> Launch:
     base = _instance_base(launcher, shape.world_size)
     envs = tuple(
@@ -201,11 +203,15 @@ def _hosts(
     trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
     mpi_prefix = Path(launcher.mpirun).resolve().parent.parent
     keep = (Path(python).parent, Path(python).resolve().parent, mpi_prefix, *map(Path, extra_paths))
-    pod = launch.Pod(tuple(shape.hosts), trees, run_dir, envs, keep, stack_dir(run_dir))
+    toolkit = exact_mode.toolkit_source() if exact else None
+    if toolkit is not None:
+        started = exact_mode.toolkit_command(shape, run_dir, base, envs[0], keep, toolkit)
+        return Launch(started.argv, launch.pod_env(), "hosts", pids.outside_ids, (started.spec_fd,))
+    pod = launch.Pod(tuple(shape.hosts), trees, run_dir, envs, keep, stack_dir(run_dir), exact)
     # Each rank starts under the rank watcher, which records how it ended; its host file adds
     # no variable: the instance's environment and mpirun's -x have made the rank's already.
     watcher = rank_command(write_host_file(run_dir, "isolated", {}), [python], python)
-    agent = str(launch.agent_path(pod))
+    agent = None if exact else str(launch.agent_path(pod))  # exact: ssh, as in the container
     argv = hosts_argv.isolated_argv(container_line(shape), watcher, agent)
     # A process a rank leaves behind is re-parented inside the pod's PID namespace, never to
     # smmpi's reaper outside: a reaper of the same kind, inside, owns mpirun and collects them.
@@ -259,13 +265,15 @@ def prepare(
     extra_env: dict[str, str] | None = None,
     extra_paths: Sequence[str] = (),
     stdin_closed: bool = True,
+    exact: bool = False,
 ) -> Launch:
     """The process to start for ``mode`` (a mode :func:`choose` returned).
 
     ``stdin_closed``: ranks read end-of-file; otherwise rank 0 reads this process's stdin.
+    ``exact`` (hosts only): sshd on every instance and mpirun through ssh (exact.py).
     """
     if mode == "hosts":
-        return _hosts(shape, run_dir, launcher, python, extra_env, extra_paths)
+        return _hosts(shape, run_dir, launcher, python, extra_env, extra_paths, exact)
     # Secrets the user passed reach the ranks through mpirun's environment, which they
     # inherit, and never through the host files on disk.
     secrets = {k: v for k, v in (extra_env or {}).items() if k in SECRETS}

@@ -41,7 +41,7 @@ from smmpi.ops.local_jobs import (
     write_private,
 )
 from smmpi.runners.base import RunOptions
-from smmpi.runners.local import isolation
+from smmpi.runners.local import exact, isolation
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.container_files import (
     checkpoint_uri,
@@ -213,6 +213,8 @@ def run_request(
     shape = shape_from_request(request)
     name = check_job_name(shape.job_name)
     mode, why_not_hosts = isolation.choose(options.isolation, shape.instances)
+    if options.exact:
+        exact.check(options.isolation, shape.instances)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
     check_timeout(options.timeout)
     check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
@@ -235,6 +237,8 @@ def run_request(
     )
     if mode == "processes":
         say(isolation.differs(why_not_hosts))
+    if options.exact:
+        say(exact.first_line())
     log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
     with isolation.watching_opt_ml(mode, say):
         result = execute(
@@ -248,6 +252,7 @@ def run_request(
             extra_env=dict(options.env),
             progress=say,
             mode=mode,
+            exact=options.exact,
         )
     _conclude(record, folder, shape, result, start, request)
     tighten(folder)  # its archives and logs: 0600, as every file smmpi keeps

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from smmpi.catalog import Program, missing_module_hint
 from smmpi.runners.base import Runner, RunOptions
-from smmpi.runners.local import isolation
+from smmpi.runners.local import exact, isolation
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.job import LocalJob, run_request
 from smmpi.runners.local.layout import prepare_hosts
@@ -44,6 +44,8 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
     """
     say = options.progress
     mode, why_not_hosts = isolation.choose(options.isolation, shape.instances)
+    if options.exact:
+        exact.check(options.isolation, shape.instances)
     preflight()  # fail on a missing MPI before creating anything
     check_timeout(options.timeout)
     check_bounds(shape, Path(tempfile.gettempdir()) / "smmpi-run-xxxxxxxx")
@@ -90,6 +92,8 @@ def _run_in(
     )
     if mode == "processes":
         say(isolation.differs(why_not_hosts))
+    if options.exact:
+        say(exact.first_line())
     with isolation.watching_opt_ml(mode, say):
         return execute(
             shape,
@@ -103,6 +107,7 @@ def _run_in(
             stdin_closed=False,
             remove_on_death=not options.keep,
             mode=mode,
+            exact=options.exact,
         )
 
 

@@ -226,6 +226,7 @@ def execute(
     stdin_closed: bool = True,
     remove_on_death: bool = False,
     mode: str = "processes",
+    exact: bool = False,
 ) -> RunResult:
     """Run the prepared job under supervision and say how it ended.
 
@@ -244,7 +245,9 @@ def execute(
     for note in (forwarding_note(shape), credentials_note(extra_env or {})):
         if note:
             progress(note)
-    how = prepare(mode, shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed)
+    how = prepare(
+        mode, shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed, exact
+    )
     _mpirun_env(how.env, shape, run_dir, mode)
     output = Output(shape.world_size, log_dir, shape.ppn, shape.image)
     start, started = time.monotonic(), time.time()

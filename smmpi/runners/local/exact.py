@@ -1,0 +1,167 @@
+"""Exact mode (``--exact``): each emulated instance reaches the others as the container does.
+
+In exact mode every isolated instance runs a real sshd on port 22, configured as the Deep
+Learning Containers configure it, with keys made for the run that live only in the
+instances (:mod:`smmpi.runners.hosts.sshd`), and the container's mpirun line runs on
+algo-1 with no launch agent: Open MPI starts ``orted`` on algo-k with ``ssh algo-k``,
+as on SageMaker. The line's only remaining substitutions are this machine's Python for
+the image's and the gethostname shim (:mod:`smmpi.runners.hosts.argv`).
+
+Exact mode needs isolated hosts (Linux namespaces, Open MPI 4), root, and Debian's
+``openssh-server``; :func:`check` refuses it in one line otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import venv
+from pathlib import Path
+
+from smmpi.errors import BadInput
+from smmpi.runners.hosts import launch, sshd
+from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
+from smmpi.toolkit.container import start_env
+from smmpi.toolkit.shape import JobShape
+
+FIELD = "--exact"
+FIRST_LINE = (
+    "smmpi: exact mode: a real sshd on port 22 of every instance, and the container's "
+    "mpirun reaches the workers through ssh, as on SageMaker"
+)
+
+
+def unavailable_reason(instances: int = 1) -> str | None:
+    """None when exact mode can run here; else one line saying what is missing."""
+    from smmpi.runners.local import isolation
+
+    if os.geteuid() != 0:
+        return "exact mode runs sshd as the instances' root: run smmpi as root"
+    missing = sshd.missing()
+    if missing:
+        return missing
+    try:
+        mode, why = isolation.choose("auto", instances)
+    except BadInput as err:
+        return str(err)
+    if mode != "hosts":
+        return f"exact mode needs isolated hosts ({why})"
+    return None
+
+
+def check(isolation_mode: str | None, instances: int) -> None:
+    """Refuse ``--exact`` (BadInput, exit 2) where it cannot run, before anything is created."""
+    if isolation_mode == "processes" or (
+        isolation_mode is None and os.environ.get("SMMPI_ISOLATION") == "processes"
+    ):
+        raise BadInput(FIELD, True, "isolated hosts only (not --isolation processes)")
+    reason = unavailable_reason(instances)
+    if reason:
+        raise BadInput(FIELD, True, f"a machine where it can run ({reason})")
+    toolkit_source()  # a $SMMPI_TOOLKIT_VENV without the toolkit is refused here, too
+
+
+#: The toolkit's environment: a venv holding ``sagemaker-training`` and the image's framework
+#: toolkit (``sagemaker-pytorch-training``), e.g. the one ``make .venv-toolkit`` builds.
+TOOLKIT_VENV = "SMMPI_TOOLKIT_VENV"
+TOOLKIT_LINE = (
+    "smmpi: exact mode: every instance runs the container's start, the sagemaker-training "
+    "toolkit's `train` (from {venv}), with a real sshd; the toolkit's own waits add about "
+    "30-60 s"
+)
+PYTORCH_MODULE = "sagemaker_pytorch_container.training:main"
+
+
+def toolkit_source() -> Path | None:
+    """The venv named by ``$SMMPI_TOOLKIT_VENV`` when it holds the toolkit, else None."""
+    named = os.environ.get(TOOLKIT_VENV)
+    if not named:
+        return None
+    found = sorted(Path(named).glob("lib/python3*/site-packages/sagemaker_training"))
+    if not found:
+        raise BadInput(TOOLKIT_VENV, named, "a venv with sagemaker-training installed")
+    return found[0].parent
+
+
+def _site_packages() -> str:
+    return sysconfig.get_paths()["purelib"]
+
+
+def toolkit_python(source: Path) -> Path:
+    """The interpreter ``train`` and the ranks run with: a venv of this Python that sees the
+    toolkit's packages, then this environment's (mpi4py, the user's packages), through a
+    ``.pth`` file; built once per pair under ~/.smmpi/toolkits (0700) and reused."""
+    key = hashlib.sha256(f"{source}\0{_site_packages()}\0{sys.version}".encode()).hexdigest()
+    root = Path.home() / ".smmpi" / "toolkits"
+    venv_dir = root / key[:16]
+    train = venv_dir / "bin" / "train"
+    if train.is_file():
+        return venv_dir
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(root.parent, 0o700)
+    os.chmod(root, 0o700)
+    partial = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(partial)
+    purelib = sysconfig.get_paths(vars={"base": str(partial), "platbase": str(partial)})["purelib"]
+    lines = f"import site; site.addsitedir({str(source)!r}); site.addsitedir({_site_packages()!r})"
+    Path(purelib, "smmpi_toolkit.pth").write_text(lines + "\n")
+    entry = "import sys\nfrom sagemaker_training.cli.train import main\nsys.exit(main())\n"
+    script = partial / "bin" / "train"
+    script.write_text(f"#!{venv_dir}/bin/python3\n{entry}")
+    script.chmod(0o700)
+    try:
+        partial.rename(venv_dir)
+    except OSError:  # another run built it meanwhile
+        shutil.rmtree(partial, ignore_errors=True)
+    return venv_dir
+
+
+def toolkit_env(
+    shape: JobShape, base: dict[str, str], run_env: dict[str, str], venv_dir: Path
+) -> dict[str, str]:
+    """An instance's environment at the container's start: this machine's part (``base``:
+    its MPI on PATH, HOME=/root), the image's ENV and the job's Environment, smmpi's
+    run variables (``run_env``: the rank hook, its stack folder, Open MPI's session folder);
+    no SM_* value: the toolkit computes them, as in the container."""
+    env = {**base, **start_env(shape), **run_env}
+    env.setdefault("SAGEMAKER_TRAINING_MODULE", PYTORCH_MODULE)
+    env["PATH"] = os.pathsep.join([str(venv_dir / "bin"), base.get("PATH", "/usr/bin:/bin")])
+    return env
+
+
+def first_line() -> str:
+    """The run's first line in exact mode: what runs on every instance."""
+    source = toolkit_source()
+    return FIRST_LINE if source is None else TOOLKIT_LINE.format(venv=os.environ[TOOLKIT_VENV])
+
+
+_RUN_VARIABLES = ("PYTHONPATH", "SMMPI_LOCAL", "SMMPI_STACK_DIR", "OMPI_MCA_orte_tmpdir_base")
+
+
+def toolkit_command(
+    shape: JobShape,
+    run_dir: Path,
+    base: dict[str, str],
+    first: dict[str, str],
+    keep: tuple[Path, ...],
+    toolkit: Path,
+) -> launch.Command:
+    """The pod for exact mode with the toolkit: every instance runs ``train``, as the
+    container starts; ``first`` is algo-1's fast-mode environment (smmpi's run variables)."""
+    venv_dir = toolkit_python(toolkit)
+    run_env = {k: first[k] for k in _RUN_VARIABLES if k in first}
+    run_env["PYTHONPATH"] = str(site_dir(run_dir))  # the rank hook, not /opt/ml/code
+    envs = tuple(toolkit_env(shape, base, run_env, venv_dir) for _ in shape.hosts)
+    trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
+    train = str(venv_dir / "bin" / "train")
+    roots = (*keep, venv_dir, toolkit)
+    pod = launch.Pod(
+        tuple(shape.hosts), trees, run_dir, envs, roots, stack_dir(run_dir), True, (train,)
+    )
+    # train runs as the container's first process does: what it leaves (its sshd) goes with
+    # the instance, and the instance's first process reaps orphans
+    return launch.command(pod, [train], envs[0], "/")
