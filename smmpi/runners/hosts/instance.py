@@ -21,6 +21,7 @@ import shutil
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from smmpi.runners.hosts import first, kernel, service, sshd
 from smmpi.runners.hosts.strays import Strays
@@ -176,11 +177,12 @@ def _overlay_etc(old: int, files: list[str], hosts: bytes) -> bool | None:
     return True
 
 
-def private_etc(hosts: str) -> None:
+def private_etc(hosts: str) -> bool:
     """/etc: the machine's, read through an overlay whose writes stay in this instance.
 
     Where the overlay is refused, a copy; where the user may not write the machine's files
     anyway (a user namespace), a tmpfs of bind mounts of them and a private /etc/hosts.
+    True when every file of it is the instance's own (the overlay or the copy).
     """
     files = [p for p in _top_mounts_under("/etc") if os.path.isfile(p)]
     old = os.open("/etc", _OPEN_DIR)
@@ -197,6 +199,17 @@ def private_etc(hosts: str) -> None:
             _write_file("/etc/hosts", hosts.encode())
     finally:
         os.close(old)
+    return done is not False
+
+
+def worker_environment(opt_ml: str) -> None:
+    """What a worker's toolkit appends to its /etc/environment (the run writes it beside the
+    instance's tree, ``<run>/algo-k/etc/environment``), appended to the instance's own."""
+    extra = Path(opt_ml).parents[1] / "etc" / "environment"
+    if extra.is_file() and not extra.is_symlink():
+        fd = os.open("/etc/environment", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW)
+        with os.fdopen(fd, "ab") as f:
+            f.write(extra.read_bytes())
 
 
 def _write_file(path: str, data: bytes) -> None:
@@ -221,7 +234,9 @@ def set_up(instance: Instance) -> None:
     kernel.mount(None, "/", None, kernel.MS_REC | kernel.MS_PRIVATE)
     private_opt_ml(instance.opt_ml)
     private_sysfs()
-    private_etc(instance.hosts)
+    own_etc = private_etc(instance.hosts)
+    if own_etc and not instance.ssh_keys:  # in exact mode the toolkit or sshd.py writes it
+        worker_environment(instance.opt_ml)
     for root in PRIVATE:
         private_folder(root, instance.keep)
     if instance.ssh_keys:
