@@ -90,7 +90,7 @@ FALLBACK_TESTS = tests/runners/local tests/faults/test_runtime_faults.py \
 	tests/oracle/test_local_ranks.py \
 	--deselect tests/faults/test_runtime_faults.py::test_two_hundred_hosts_run
 
-pytest: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.installed \
+pytest: sshd $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.installed \
 		$(SDK3_VENV)/.installed-$(SDK3_VERSION)
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" \
 		$(BIN)/pytest -q
