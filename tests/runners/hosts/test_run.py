@@ -127,7 +127,8 @@ def test_failed_rank_is_named_with_its_host(
     r = smmpi(["run", str(script), "-N", "3", "-n", "2"], env, timeout=300)
     assert r.returncode == 1
     # the rank, its emulated host and the exception, then the pitfall's cause and fix
-    assert r.stderr.strip().splitlines()[-1].startswith(
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith(
         "smmpi: rank 3 (algo-2) failed: AttributeError: module 'numpy' has no attribute 'float'."
         " (np.float was removed in NumPy 1.24"
     )
