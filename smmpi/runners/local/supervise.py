@@ -244,11 +244,22 @@ def execute(
     no_room = _no_room(shape, run_dir, mode)
     if no_room is not None:
         return no_room
-    for note in (forwarding_note(shape), credentials_note(extra_env or {})):
+    # (a container's own start builds its own line: no toolkit forwarding to speak of)
+    forwarding = forwarding_note(shape) if container is None else None
+    for note in (forwarding, credentials_note(extra_env or {})):
         if note:
             progress(note)
     how = prepare(
-        mode, shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed, exact, container
+        mode,
+        shape,
+        run_dir,
+        launcher,
+        python,
+        extra_env,
+        extra_paths,
+        stdin_closed,
+        exact,
+        container,
     )
     _mpirun_env(how.env, shape, run_dir, mode)
     output = Output(shape.world_size, log_dir, shape.ppn, shape.image)
