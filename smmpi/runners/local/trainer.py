@@ -212,6 +212,33 @@ def _ending(job: LocalJob, driver_text: str | None) -> list[str]:
     return lines
 
 
+def _prepare(
+    request: Request,
+    channels: Mapping[str, Path],
+    options: RunOptions,
+    shape: JobShape,
+    folder: Path,
+    on_start: Callable[[dict[str, Any]], None] | None,
+) -> dict[str, Any]:
+    """The instances' trees, configs and channels: everything before the containers start."""
+    run_dir = folder / "hosts"
+    try:
+        run_dir.mkdir()
+        record = _new_record(request, shape.job_name, run_dir)
+        _write_record(folder, record)
+        if on_start:
+            on_start(record)
+        hps = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
+        seeded = seed_checkpoints(request, folder)
+        prepare_hosts(shape, run_dir, _lay_out(request, channels, options.region, seeded), hps)
+        record.update(SecondaryStatus="Training", TrainingStartTime=_now())
+    except BaseException:
+        remove_folder(folder)  # the job never started: leave nothing stuck InProgress
+        raise
+    _write_record(folder, record)
+    return record
+
+
 def run_trainer_request(
     request: Request,
     channels: Mapping[str, Path] | None = None,
@@ -229,20 +256,7 @@ def run_trainer_request(
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
     start = time.monotonic()
-    try:
-        run_dir.mkdir()
-        record = _new_record(request, name, run_dir)
-        _write_record(folder, record)
-        if on_start:
-            on_start(record)
-        hps = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
-        seeded = seed_checkpoints(request, folder)
-        prepare_hosts(shape, run_dir, _lay_out(request, channels, options.region, seeded), hps)
-        record.update(SecondaryStatus="Training", TrainingStartTime=_now())
-    except BaseException:
-        remove_folder(folder)  # the job never started: leave nothing stuck InProgress
-        raise
-    _write_record(folder, record)
+    record = _prepare(request, channels, options, shape, folder, on_start)
     say(
         f"smmpi: local job {name}: {shape.instances} emulated host(s) x {shape.ppn} "
         f"process(es) = {shape.world_size} ranks ({shape.instance_type}, isolated hosts)"
