@@ -194,7 +194,7 @@ def submit_cmd(
     job = _job(entry, fields)
     if job.api == "model-trainer" and not (dry_run or local):
         raise BadInput(
-            "--api", job.api, "model-trainer with --dry-run or --local (submitting: estimator)"
+            "--api", job.api, "model-trainer with --dry-run or --local (estimator to submit)"
         )
     if local:
         passed = {"pass_env": list(pass_env), "with_credentials": with_credentials, "exact": exact}

@@ -30,7 +30,7 @@ from smmpi.runners.local import isolation
 from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.job import LocalJob, run_request
 from smmpi.runners.local.supervise import check_timeout
-from smmpi.runners.local.trainer import run_trainer_request
+from smmpi.runners.local.trainer import check_trainer_run, run_trainer_request
 from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders
 from smmpi.sdk.model_trainer import capture_offline
 from smmpi.spec import MPIJob
@@ -209,8 +209,7 @@ def submit_trainer_local(job: MPIJob, options: RunOptions) -> LocalJob:
     and what it would upload (the ``code`` and ``sm_drivers`` channels) is laid out on every
     instance from the copies it kept.
     """
-    check_world(job.instances, job.ppn)
-    check_timeout(options.timeout)
+    check_trainer_run(options, job.instances, job.ppn)  # before the SDK builds anything
     with tempfile.TemporaryDirectory(prefix="smmpi-mt-") as tmp:
         captured = capture_offline(job, Path(tmp))
         for note in captured.notes:  # what smmpi did to the driver's line, and why

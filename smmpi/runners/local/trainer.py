@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -129,17 +130,18 @@ def driver_np(drivers: Path) -> str:
     return words[len(words) - 1 - words[::-1].index("-np") + 1]
 
 
-def _check(options: RunOptions, shape: JobShape) -> None:
+def check_trainer_run(options: RunOptions, instances: int, ppn: int) -> None:
     """Refuse (exit 2, nothing created) what cannot run: no isolated hosts, sshd or paramiko."""
-    if options.isolation == "processes":
-        raise BadInput("isolation", "processes", "isolated hosts (a ModelTrainer request's sshd)")
-    reason = exact.unavailable_reason(shape.instances)
+    check_world(instances, ppn)
+    check_timeout(options.timeout)
+    asked = options.isolation or os.environ.get("SMMPI_ISOLATION")
+    if asked == "processes":
+        raise BadInput("isolation", asked, "auto or hosts (a ModelTrainer request runs its sshd)")
+    reason = exact.unavailable_reason(instances)
     if reason:
-        raise BadInput("--api model-trainer (a local run)", "here", f"a machine where {reason}")
+        raise BadInput("--api model-trainer --local", "here", f"a machine where {reason}")
     check_paramiko()
     preflight()
-    check_timeout(options.timeout)
-    check_world(shape.instances, shape.ppn)
 
 
 def _lay_out(
@@ -251,7 +253,7 @@ def run_trainer_request(
     drivers = _channel_source(request, DRIVERS, channels)
     shape = trainer_shape(request, drivers)
     name = check_job_name(shape.job_name)
-    _check(options, shape)
+    check_trainer_run(options, shape.instances, shape.ppn)
     venv_dir = driver_python()
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
