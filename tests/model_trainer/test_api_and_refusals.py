@@ -59,3 +59,18 @@ def test_processes_mode_is_refused_in_one_line(tmp_path: Path) -> None:
     )
     assert _refused(tmp_path, "--local", "--isolation", "processes") == expected
     assert _refused(tmp_path, "--local", SMMPI_ISOLATION="processes") == expected
+
+
+def test_serve_takes_a_request_with_its_own_start_and_its_code_in_a_channel() -> None:
+    from smmpi.serve.platform import unsupported
+
+    image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-cpu-py311"
+    request = {
+        "AlgorithmSpecification": {"TrainingImage": image, "TrainingInputMode": "File"},
+        "ResourceConfig": {"InstanceCount": 2, "InstanceType": "ml.c5.2xlarge"},
+    }
+    assert unsupported(request) == (
+        "ClientError: sagemaker_submit_directory must name an s3:// sourcedir.tar.gz"
+    )
+    request["AlgorithmSpecification"]["ContainerEntrypoint"] = ["/bin/bash"]
+    assert unsupported(request) is None
