@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ def test_mpijob_run_local_runs_the_drivers_start(
     monkeypatch.delenv("SMMPI_ISOLATION", raising=False)
     monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
     program = write(tmp_path / "world.py", WORLD)
-    out, lines = io.StringIO(), []
+    out, lines = io.StringIO(), list[str]()
     job = MPIJob(str(program), instances=2, ppn=1, api="model-trainer")
     done = job.run_local(out=out, err=out, progress=lines.append)
     assert done.exit_code == 0, "\n".join(lines)
@@ -65,12 +66,13 @@ def test_serve_takes_a_request_with_its_own_start_and_its_code_in_a_channel() ->
     from smmpi.serve.platform import unsupported
 
     image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-cpu-py311"
-    request = {
-        "AlgorithmSpecification": {"TrainingImage": image, "TrainingInputMode": "File"},
+    algo: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": "File"}
+    request: dict[str, Any] = {
+        "AlgorithmSpecification": algo,
         "ResourceConfig": {"InstanceCount": 2, "InstanceType": "ml.c5.2xlarge"},
     }
     assert unsupported(request) == (
         "ClientError: sagemaker_submit_directory must name an s3:// sourcedir.tar.gz"
     )
-    request["AlgorithmSpecification"]["ContainerEntrypoint"] = ["/bin/bash"]
+    algo["ContainerEntrypoint"] = ["/bin/bash"]
     assert unsupported(request) is None

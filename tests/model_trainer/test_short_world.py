@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -19,6 +20,9 @@ from smmpi.sdk.model_trainer import capture_offline
 from smmpi.spec import MPIJob
 from tests.helpers import processes_left, write
 from tests.model_trainer.test_local_driver import WORLD
+
+if TYPE_CHECKING:
+    from smmpi.aws.types import Request
 
 
 def test_the_sdks_own_np_ends_with_one_line_and_exit_1(
@@ -34,9 +38,10 @@ def test_the_sdks_own_np_ends_with_one_line_and_exit_1(
     distributed = captured.channels["sm_drivers"] / "distributed.json"
     assert json.loads(distributed.read_text())["mpi_additional_options"] == ["-np", "4"]
     distributed.write_text(json.dumps({"process_count_per_node": 2, "mpi_additional_options": []}))
-    out, lines = io.StringIO(), []
+    out, lines = io.StringIO(), list[str]()
     run = options(out=out, err=out, progress=lines.append)
-    job_run = run_trainer_request(captured.request, captured.channels, run)
+    request = cast("Request", captured.request)
+    job_run = run_trainer_request(request, captured.channels, run)
     assert job_run.exit_code == 1
     assert sorted(ln for ln in out.getvalue().splitlines() if ">:rank " in ln) == [
         "[1,mpirank:0,algo-1]<stdout>:rank 0 of 2 on algo-1",
