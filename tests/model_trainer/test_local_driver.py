@@ -136,8 +136,11 @@ def test_the_ranks_get_no_credentials_of_this_shell(tmp_path: Path) -> None:
         "rank 1 sees []",
     ]
     assert "testing-secret-do-not-print" not in out + err
+    assert "-x AWS_ACCESS_KEY_ID" not in out + err
     code, out, err = local_run(tmp_path, program, 2, 1, "--with-credentials", env=env)
     assert code == 0, err[-3000:]
+    assert "-x AWS_ACCESS_KEY_ID -x AWS_SECRET_ACCESS_KEY" in out + err  # the driver's line
+    assert "testing-secret-do-not-print" not in out + err  # its environment log masks it
     seen = [ln.split(">:", 1)[1] for ln in out.splitlines() if " sees " in ln]
     assert len(seen) == 2
     for line in seen:  # the driver forwards them to every rank with -x, as in the container

@@ -139,7 +139,7 @@ def check_trainer_run(options: RunOptions, instances: int, ppn: int) -> None:
         raise BadInput("isolation", asked, "auto or hosts (a ModelTrainer request runs its sshd)")
     reason = exact.unavailable_reason(instances)
     if reason:
-        raise BadInput("--api model-trainer --local", "here", f"a machine where {reason}")
+        raise BadInput("--api model-trainer --local", "here", f"exact mode's sshd ({reason})")
     check_paramiko()
     preflight()
 
