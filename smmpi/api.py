@@ -25,7 +25,7 @@ from smmpi.runners.local.job import LocalJob, run_request
 from smmpi.runners.local.layout import passed_variables
 from smmpi.runners.local.remote import describe_remote, request_from_description
 from smmpi.runners.local.runner import run_program
-from smmpi.runners.local.sdk import local_estimator, submit_local
+from smmpi.runners.local.sdk import local_estimator, submit_local, submit_trainer_local
 from smmpi.runners.local.supervise import RunResult
 from smmpi.runners.plan import Plan
 from smmpi.runners.plan import plan as plan_job
@@ -63,7 +63,10 @@ def plan(job: MPIJob, *, job_name: str | None = None) -> Plan:
 
 
 def run_local(job: MPIJob, *, job_name: str | None = None, **local_options: Any) -> LocalJob:
-    """The SDK's ``fit`` with its CreateTrainingJob answered by a run here (``submit --local``)."""
+    """The SDK's ``fit`` with its CreateTrainingJob answered by a run here (``submit --local``);
+    with ``api="model-trainer"``, ModelTrainer's ``train`` and the SDK's MPI driver."""
+    if job.api == "model-trainer":
+        return submit_trainer_local(job, options(**local_options))
     return submit_local(job, options(**local_options), job_name=job_name or job.job_name)
 
 

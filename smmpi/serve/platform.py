@@ -50,7 +50,8 @@ def unsupported(request: dict[str, Any]) -> str | None:
             f"not {image[:200] or 'an algorithm'}"
         )
     source = str(decode_hyperparameters(request).get("sagemaker_submit_directory") or "")
-    if not source.startswith("s3://"):
+    # a request with its own container start (ModelTrainer's) has its code in a channel
+    if not source.startswith("s3://") and not algo.get("ContainerEntrypoint"):
         return "ClientError: sagemaker_submit_directory must name an s3:// sourcedir.tar.gz"
     for channel in request.get("InputDataConfig") or []:
         why = _channel_problem(channel, int(resources.get("InstanceCount", 1)))
@@ -80,8 +81,8 @@ def _inside(root: Path, relative: str) -> Path:
 
 def download(request: dict[str, Any], s3: S3Store, work: Path) -> tuple[dict[str, Any], bytes]:
     """The request with channels read from ``work``, and the code's bytes (KeyError, ValueError)."""
-    source_uri = str(decode_hyperparameters(request)["sagemaker_submit_directory"])
-    source = s3.get(*_split(source_uri))
+    source_uri = decode_hyperparameters(request).get("sagemaker_submit_directory")
+    source = s3.get(*_split(str(source_uri))) if source_uri else b""  # ModelTrainer: a channel
     local = copy.deepcopy(request)
     instances = len(hosts(request))
     for channel in local.get("InputDataConfig") or []:

@@ -62,6 +62,12 @@ class Launch:
                 os.close(fd)
 
 
+#: A request's own container start: (shape, run dir, each instance's base environment, the
+#: folders the instances keep from this machine) -> the pod's command (ModelTrainer's
+#: entrypoint on every instance, :mod:`.trainer`).
+ContainerStart = Callable[[JobShape, Path, dict[str, str], tuple[Path, ...]], launch.Command]
+
+
 # Above this many instances, Open MPI 4.1's TCP connections between isolated instances on one
 # machine fail ("connect() ... failed: Operation now in progress"): 64 ran, 128 did not.
 HOSTS_MAX = 64
@@ -194,15 +200,19 @@ def _hosts(
     extra_env: dict[str, str] | None,
     extra_paths: Sequence[str],
     exact: bool = False,
+    container: ContainerStart | None = None,
 ) -> Launch:
     base = _instance_base(launcher, shape.world_size)
+    (run_dir / ".smmpi" / "ompi").mkdir(parents=True, exist_ok=True)
+    mpi_prefix = Path(launcher.mpirun).resolve().parent.parent
+    keep = (Path(python).parent, Path(python).resolve().parent, mpi_prefix, *map(Path, extra_paths))
+    if container is not None:  # the request's own container start (ModelTrainer's entrypoint)
+        started = container(shape, run_dir, base, keep)
+        return Launch(started.argv, launch.pod_env(), "hosts", pids.outside_ids, (started.spec_fd,))
     envs = tuple(
         {**base, **_host_env(shape, run_dir, h, extra_env, extra_paths)} for h in shape.hosts
     )
-    (run_dir / ".smmpi" / "ompi").mkdir(parents=True, exist_ok=True)
     trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
-    mpi_prefix = Path(launcher.mpirun).resolve().parent.parent
-    keep = (Path(python).parent, Path(python).resolve().parent, mpi_prefix, *map(Path, extra_paths))
     toolkit = exact_mode.toolkit_source() if exact else None
     if toolkit is not None:
         started = exact_mode.toolkit_command(shape, run_dir, base, envs[0], keep, toolkit)
@@ -266,14 +276,17 @@ def prepare(
     extra_paths: Sequence[str] = (),
     stdin_closed: bool = True,
     exact: bool = False,
+    container: ContainerStart | None = None,
 ) -> Launch:
     """The process to start for ``mode`` (a mode :func:`choose` returned).
 
     ``stdin_closed``: ranks read end-of-file; otherwise rank 0 reads this process's stdin.
     ``exact`` (hosts only): sshd on every instance and mpirun through ssh (exact.py).
+    ``container`` (hosts only): the pod command every instance starts with, in place of
+    smmpi's mpirun line (a ModelTrainer request's own entrypoint).
     """
     if mode == "hosts":
-        return _hosts(shape, run_dir, launcher, python, extra_env, extra_paths, exact)
+        return _hosts(shape, run_dir, launcher, python, extra_env, extra_paths, exact, container)
     # Secrets the user passed reach the ranks through mpirun's environment, which they
     # inherit, and never through the host files on disk.
     secrets = {k: v for k, v in (extra_env or {}).items() if k in SECRETS}

@@ -16,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import tempfile
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from smmpi.aws.clients import no_metadata_lookups
@@ -28,7 +30,9 @@ from smmpi.runners.local import isolation
 from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.job import LocalJob, run_request
 from smmpi.runners.local.supervise import check_timeout
+from smmpi.runners.local.trainer import check_trainer_run, run_trainer_request
 from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders
+from smmpi.sdk.model_trainer import capture_offline
 from smmpi.spec import MPIJob
 
 if TYPE_CHECKING:
@@ -196,3 +200,20 @@ def submit_local(job: MPIJob, options: RunOptions, *, job_name: str | None = Non
     if built.job_name not in backend.jobs:
         raise SmmpiError("the SDK did not send a CreateTrainingJob request")
     return backend.jobs[built.job_name]
+
+
+def submit_trainer_local(job: MPIJob, options: RunOptions) -> LocalJob:
+    """``submit --local --api model-trainer``: the request ModelTrainer builds, run here.
+
+    The SDK's own ``train`` builds it offline (:func:`smmpi.sdk.model_trainer.capture_offline`),
+    and what it would upload (the ``code`` and ``sm_drivers`` channels) is laid out on every
+    instance from the copies it kept.
+    """
+    check_trainer_run(options, job.instances, job.ppn)  # before the SDK builds anything
+    with tempfile.TemporaryDirectory(prefix="smmpi-mt-") as tmp:
+        captured = capture_offline(job, Path(tmp))
+        for note in captured.notes:  # what smmpi did to the driver's line, and why
+            options.progress(f"smmpi: note: {note}")
+        request = cast("Request", captured.request)
+        chosen = dataclasses.replace(options, region=captured.region)
+        return run_trainer_request(request, captured.channels, chosen)

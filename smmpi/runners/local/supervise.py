@@ -30,7 +30,7 @@ from smmpi.mpi_output import printable
 from smmpi.runners.base import Progress, silent
 from smmpi.runners.local.exits import Ends, read_ends
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
-from smmpi.runners.local.isolation import prepare
+from smmpi.runners.local.isolation import ContainerStart, prepare
 from smmpi.runners.local.layout import (
     credentials_note,
     forwarding_note,
@@ -227,6 +227,7 @@ def execute(
     remove_on_death: bool = False,
     mode: str = "processes",
     exact: bool = False,
+    container: ContainerStart | None = None,
 ) -> RunResult:
     """Run the prepared job under supervision and say how it ended.
 
@@ -234,7 +235,8 @@ def execute(
     the stacks of a run that timed out go to ``progress``. ``stdin_closed``:
     ranks read end-of-file, as in SageMaker; otherwise rank 0 reads this
     process's stdin, as under mpirun. ``remove_on_death``: the run dir is
-    removed if this process is killed (a throwaway run's host trees).
+    removed if this process is killed (a throwaway run's host trees). ``container``: what
+    every isolated instance starts with instead of smmpi's mpirun line (:mod:`.isolation`).
     """
     check_timeout(timeout)
     launcher = preflight(python)
@@ -242,11 +244,22 @@ def execute(
     no_room = _no_room(shape, run_dir, mode)
     if no_room is not None:
         return no_room
-    for note in (forwarding_note(shape), credentials_note(extra_env or {})):
+    # (a container's own start builds its own line: no toolkit forwarding to speak of)
+    forwarding = forwarding_note(shape) if container is None else None
+    for note in (forwarding, credentials_note(extra_env or {})):
         if note:
             progress(note)
     how = prepare(
-        mode, shape, run_dir, launcher, python, extra_env, extra_paths, stdin_closed, exact
+        mode,
+        shape,
+        run_dir,
+        launcher,
+        python,
+        extra_env,
+        extra_paths,
+        stdin_closed,
+        exact,
+        container,
     )
     _mpirun_env(how.env, shape, run_dir, mode)
     output = Output(shape.world_size, log_dir, shape.ppn, shape.image)

@@ -1,0 +1,293 @@
+"""Local mode for ModelTrainer's requests: the container's own start on every instance.
+
+A request with ``AlgorithmSpecification.ContainerEntrypoint`` (SDK v2's
+``sagemaker.modules.train`` and v3's ``sagemaker.train`` send one) runs here as
+SageMaker would run it:
+- the platform's part: each instance's ``/opt/ml/input/config/*.json`` as SageMaker
+  writes them, and every channel of ``InputDataConfig`` (``code`` and ``sm_drivers``
+  among them) under ``/opt/ml/input/data/<channel>``; ``channels`` gives a folder for a
+  channel whose URI is not read here (``submit --local``: what the SDK would upload);
+- the container's part: ``ContainerEntrypoint`` + ``ContainerArguments`` on every
+  isolated instance, with a real sshd configured (:mod:`.trainer_pod`); the SDK's MPI
+  driver does the rest, unchanged.
+
+smmpi keeps its promises around it: the failed rank is named (rank, host, cause) beside the
+driver's own failure text (algo-1's ``/opt/ml/output/failure``), ``--timeout`` dumps every
+rank's stack, the ranks' world is checked against N x n, and nothing outlives the run.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from smmpi.archives import tar_dirs
+from smmpi.aws.facts import check_job_name
+from smmpi.errors import BadInput
+from smmpi.mpi_output import printable
+from smmpi.ops.local_jobs import (
+    configured_keep,
+    create_folder,
+    prune,
+    remove_folder,
+    tighten,
+)
+from smmpi.runners.base import RunOptions
+from smmpi.runners.local import exact
+from smmpi.runners.local.bounds import check_world
+from smmpi.runners.local.container_files import (
+    restore_checkpoints,
+    seed_checkpoints,
+    sync_checkpoints,
+    tar_output_data,
+)
+from smmpi.runners.local.inputs import copy_channel
+from smmpi.runners.local.job import STATUS_OF, LocalJob, _new_record, _now, _write_record
+from smmpi.runners.local.layout import prepare_hosts
+from smmpi.runners.local.mpi import preflight
+from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
+from smmpi.runners.local.trainer_pod import check_paramiko, driver_python, pod_command
+from smmpi.toolkit.hosts import HostDirs
+from smmpi.toolkit.shape import JobShape
+
+if TYPE_CHECKING:
+    from smmpi.aws.types import Request
+
+DRIVERS = "sm_drivers"
+FIRST_LINE = (
+    "smmpi: ModelTrainer: every instance runs the request's ContainerEntrypoint and "
+    "ContainerArguments (sm_train.sh, then the SDK's MPI driver, unchanged) with a real sshd; "
+    "the driver's own waits (ssh bootstrap, status files) add seconds"
+)
+
+
+def is_trainer_request(request: Mapping[str, Any]) -> bool:
+    """A request that names its own container start (ModelTrainer's)."""
+    return bool((request.get("AlgorithmSpecification") or {}).get("ContainerEntrypoint"))
+
+
+def _channel_source(request: Mapping[str, Any], name: str, channels: Mapping[str, Path]) -> Path:
+    """Where channel ``name`` is read from here: ``channels``' folder, else a file:// URI."""
+    if name in channels:
+        return Path(channels[name])
+    for spec in request.get("InputDataConfig") or []:
+        uri = str(((spec.get("DataSource") or {}).get("S3DataSource") or {}).get("S3Uri", ""))
+        if spec.get("ChannelName") == name and uri.startswith("file://"):
+            return Path(urlparse(uri).path)
+    raise BadInput(f"InputDataConfig.{name}", "not readable here", "the SDK's sm_drivers channel")
+
+
+def _distributed(drivers: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((drivers / "distributed.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise BadInput(
+            "sm_drivers/distributed.json", str(drivers), "ModelTrainer's distributed=MPI(...)"
+        ) from None
+    if not isinstance(data, dict) or "mpi_additional_options" not in data:
+        raise BadInput("sm_drivers/distributed.json", data, "ModelTrainer's distributed=MPI(...)")
+    return data
+
+
+def trainer_shape(request: Mapping[str, Any], drivers: Path) -> JobShape:
+    """The job's N x n as the driver reads it: InstanceCount, and ``process_count_per_node``
+    (the driver's ``get_process_count``: 1 on an instance without GPUs when unset)."""
+    distributed = _distributed(drivers)
+    try:
+        source = json.loads((drivers / "sourcecode.json").read_text(encoding="utf-8"))
+        instances = int(request["ResourceConfig"]["InstanceCount"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise BadInput("request", f"missing {err}", "a ModelTrainer request") from None
+    resources = request["ResourceConfig"]
+    return JobShape(
+        job_name=str(request.get("TrainingJobName", "local-job")),
+        script=str(source.get("entry_script") or ""),
+        instances=instances,
+        ppn=int(distributed.get("process_count_per_node") or 1),
+        channels={
+            str(c["ChannelName"]): str(c.get("ContentType") or "")
+            for c in request.get("InputDataConfig") or []
+        },
+        environment={str(k): str(v) for k, v in (request.get("Environment") or {}).items()},
+        instance_type=str(resources.get("InstanceType", "local")),
+        image=str(request["AlgorithmSpecification"].get("TrainingImage", "")),
+    )
+
+
+def driver_np(drivers: Path) -> str:
+    """The ``-np`` the driver's line ends up with: its own (processes per node), unless
+    ``mpi_additional_options`` give another (Open MPI 4.1 takes the last)."""
+    distributed = _distributed(drivers)
+    words = ["-np", str(distributed.get("process_count_per_node") or 1)]
+    words += [str(w) for w in distributed.get("mpi_additional_options") or []]
+    return words[len(words) - 1 - words[::-1].index("-np") + 1]
+
+
+def check_trainer_run(options: RunOptions, instances: int, ppn: int) -> None:
+    """Refuse (exit 2, nothing created) what cannot run: no isolated hosts, sshd or paramiko."""
+    check_world(instances, ppn)
+    check_timeout(options.timeout)
+    asked = options.isolation or os.environ.get("SMMPI_ISOLATION")
+    if asked == "processes":
+        raise BadInput("isolation", asked, "auto or hosts (a ModelTrainer request runs its sshd)")
+    reason = exact.unavailable_reason(instances)
+    if reason:
+        raise BadInput("--api model-trainer --local", "here", f"exact mode's sshd ({reason})")
+    check_paramiko()
+    preflight()
+
+
+def _lay_out(
+    request: Mapping[str, Any],
+    channels: Mapping[str, Path],
+    region: str | None,
+    seeded: Path | None,
+) -> Callable[[HostDirs], None]:
+    specs = [dict(c) for c in request.get("InputDataConfig") or []]
+
+    def lay_out(dirs: HostDirs) -> None:
+        restore_checkpoints(request, dirs, seeded)
+        for spec in specs:
+            name = str(spec["ChannelName"])
+            target = dirs.channel(name)
+            target.mkdir(parents=True, exist_ok=True)
+            if name in channels:
+                spec = {"ChannelName": name, "DataSource": {"S3DataSource": {}}}
+                spec["DataSource"]["S3DataSource"]["S3Uri"] = Path(channels[name]).as_uri()
+            copy_channel(spec, target, region)
+
+    return lay_out
+
+
+def _driver_failure(run_dir: Path) -> str | None:
+    """The driver's own text in algo-1's ``/opt/ml/output/failure`` (never read via a link)."""
+    path = run_dir / "algo-1" / "opt" / "ml" / "output" / "failure"
+    if not path.is_file() or path.is_symlink():
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace").strip()
+    return text or None
+
+
+def _conclude(
+    record: dict[str, Any], folder: Path, shape: JobShape, result: RunResult, request: Request
+) -> str | None:
+    """Record how the job ended, pack its artifacts; returns the driver's failure text."""
+    run_dir = folder / "hosts"
+    hosts = [HostDirs(run_dir / h / "opt" / "ml") for h in shape.hosts]
+    status = STATUS_OF[result.status]
+    record.update(TrainingJobStatus=status, SecondaryStatus=status, TrainingEndTime=_now())
+    sync_checkpoints(request, hosts, folder)
+    text = _driver_failure(run_dir)
+    if result.exit_code != EXIT_OK:
+        reason = result.failure_line or result.status
+        record["FailureReason"] = reason + (f"\nAlgorithmError: {text}" if text else "")
+    else:
+        tar_dirs([d.model for d in hosts], folder / "model.tar.gz")
+        record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
+    tar_output_data(hosts, folder / "output.tar.gz")
+    record["OutputArtifacts"] = (folder / "output.tar.gz").as_uri()
+    _write_record(folder, record)
+    return text
+
+
+def _ending(job: LocalJob, driver_text: str | None) -> list[str]:
+    if job.status == "Completed":
+        return [
+            f"smmpi: local job {job.name} Completed in {job.result.seconds:.1f} s",
+            f"smmpi: model  {job.model_artifact}",
+            f"smmpi: output {job.output_artifact}",
+        ]
+    lines = [
+        f"smmpi: local job {job.name} {job.status} (the instances' files: {job.folder / 'hosts'})",
+        f"smmpi: {job.result.failure_line or job.status}",
+    ]
+    if driver_text:
+        last = driver_text.splitlines()[-1]
+        lines.append(f"smmpi: the MPI driver's failure file (algo-1): {printable(last)}")
+    return lines
+
+
+def _prepare(
+    request: Request,
+    channels: Mapping[str, Path],
+    options: RunOptions,
+    shape: JobShape,
+    folder: Path,
+    on_start: Callable[[dict[str, Any]], None] | None,
+) -> dict[str, Any]:
+    """The instances' trees, configs and channels: everything before the containers start."""
+    run_dir = folder / "hosts"
+    try:
+        run_dir.mkdir()
+        record = _new_record(request, shape.job_name, run_dir)
+        _write_record(folder, record)
+        if on_start:
+            on_start(record)
+        hps = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
+        seeded = seed_checkpoints(request, folder)
+        prepare_hosts(shape, run_dir, _lay_out(request, channels, options.region, seeded), hps)
+        record.update(SecondaryStatus="Training", TrainingStartTime=_now())
+    except BaseException:
+        remove_folder(folder)  # the job never started: leave nothing stuck InProgress
+        raise
+    _write_record(folder, record)
+    return record
+
+
+def run_trainer_request(
+    request: Request,
+    channels: Mapping[str, Path] | None = None,
+    options: RunOptions | None = None,
+    on_start: Callable[[dict[str, Any]], None] | None = None,
+) -> LocalJob:
+    """Run ModelTrainer's ``request`` here; ``channels``: folders for channels not read here."""
+    options, channels = options or RunOptions(), dict(channels or {})
+    say = options.progress
+    drivers = _channel_source(request, DRIVERS, channels)
+    shape = trainer_shape(request, drivers)
+    name = check_job_name(shape.job_name)
+    check_trainer_run(options, shape.instances, shape.ppn)
+    venv_dir = driver_python()
+    folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
+    run_dir = folder / "hosts"
+    start = time.monotonic()
+    record = _prepare(request, channels, options, shape, folder, on_start)
+    say(
+        f"smmpi: local job {name}: {shape.instances} emulated host(s) x {shape.ppn} "
+        f"process(es) = {shape.world_size} ranks ({shape.instance_type}, isolated hosts)"
+    )
+    say(FIRST_LINE)
+    result = execute(
+        shape,
+        run_dir,
+        timeout=options.timeout,
+        log_dir=Path(options.log_dir) if options.log_dir else folder / "logs",
+        out=options.out,
+        err=options.err,
+        extra_env=dict(options.env),
+        progress=say,
+        mode="hosts",
+        exact=True,
+        container=functools.partial(pod_command, request, venv_dir, dict(options.env)),
+    )
+    if result.failed_rank is None and (result.reason or "").startswith("the job asked for"):
+        result.reason = f"{result.reason}: the MPI driver's mpirun has -np {driver_np(drivers)}"
+    record["TrainingTimeInSeconds"] = round(time.monotonic() - start, 3)
+    record["BillableTimeInSeconds"] = 0
+    text = _conclude(record, folder, shape, result, request)
+    tighten(folder)  # its archives and logs: 0600, as every file smmpi keeps
+    if not options.keep:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    job = LocalJob(name, folder, record, result)
+    for line in _ending(job, text):
+        say(line)
+    for old in prune(configured_keep(), spare=name):
+        say(f"smmpi: removed old local job {old} (keeping the newest {configured_keep()})")
+    return job

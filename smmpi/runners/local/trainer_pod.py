@@ -1,0 +1,134 @@
+"""The pod of a ModelTrainer request: every instance starts as its container does.
+
+A ModelTrainer request names its own start: ``ContainerEntrypoint`` + ``ContainerArguments``
+(``/bin/bash -c "chmod +x .../sm_train.sh && .../sm_train.sh"``). Every isolated instance
+runs exactly that, with a real sshd configured as exact mode configures it but not started:
+the SDK's MPI driver (``mpi_driver.py``) starts ``/usr/sbin/sshd -D`` itself, reaches the
+other instances with paramiko and ``ssh``, writes ``/etc/environment`` and builds its own
+mpirun line on algo-1. Nothing of the driver is replaced.
+
+The image's ``python3`` and ``pip3`` (``sm_train.sh`` looks both up on PATH) are this
+machine's Python: a venv built once under ``~/.smmpi/drivers/<key>`` (0700) whose
+``smmpi_driver.pth`` adds this environment's site-packages (mpi4py, paramiko, the user's
+packages), so the driver, which starts ranks with its own ``sys.executable``, gives them
+the same interpreter. The image's ENV and the request's Environment are every instance's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import venv
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from smmpi.errors import BadInput
+from smmpi.runners.drivers.line import CONTAINER_PATH, container_environment
+from smmpi.runners.hosts import launch
+from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
+from smmpi.toolkit.shape import JobShape
+
+FIELD = "--api model-trainer (a local run)"
+_PIP = "import sys\nfrom pip._internal.cli.main import main\nsys.exit(main())\n"
+
+
+def _site_packages() -> str:
+    return sysconfig.get_paths()["purelib"]
+
+
+def check_paramiko() -> None:
+    """The driver imports paramiko (the images have it): refused in one line without it."""
+    if importlib.util.find_spec("paramiko") is None:
+        raise BadInput(
+            FIELD,
+            "paramiko not installed",
+            "an environment with paramiko, which the SDK's MPI driver imports "
+            "(pip install 'smmpi[aws]', or pip install paramiko)",
+        )
+
+
+def driver_python() -> Path:
+    """The venv whose ``bin/python3`` and ``bin/pip3`` stand for the image's; built once."""
+    key = hashlib.sha256(f"driver\0{_site_packages()}\0{sys.version}".encode()).hexdigest()
+    root = Path.home() / ".smmpi" / "drivers"
+    venv_dir = root / key[:16]
+    if (venv_dir / "bin" / "pip3").is_file():
+        return venv_dir
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(root.parent, 0o700)
+    os.chmod(root, 0o700)
+    partial = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(partial)
+    purelib = sysconfig.get_paths(vars={"base": str(partial), "platbase": str(partial)})["purelib"]
+    line = f"import site; site.addsitedir({_site_packages()!r})"
+    Path(purelib, "smmpi_driver.pth").write_text(line + "\n")
+    pip = partial / "bin" / "pip3"
+    pip.write_text(f"#!{venv_dir}/bin/python3\n{_PIP}")
+    pip.chmod(0o700)
+    try:
+        partial.rename(venv_dir)
+    except OSError:  # another run built it meanwhile
+        shutil.rmtree(partial, ignore_errors=True)
+    return venv_dir
+
+
+def entrypoint(request: Mapping[str, Any]) -> list[str]:
+    """The container's start: ``ContainerEntrypoint`` then ``ContainerArguments``."""
+    algo = request.get("AlgorithmSpecification") or {}
+    return [str(a) for a in [*algo["ContainerEntrypoint"], *(algo.get("ContainerArguments") or [])]]
+
+
+def instance_env(
+    request: Mapping[str, Any],
+    base: Mapping[str, str],
+    run_dir: Path,
+    venv_dir: Path,
+    passed: Mapping[str, str],
+) -> dict[str, str]:
+    """An instance's environment at the container's start: this machine's part (its MPI on
+    PATH, HOME=/root), the image's ENV, the request's Environment, the job name, the
+    variables the user passed, and smmpi's rank hook (which arms in ranks only)."""
+    env = {**base, **container_environment(request), **passed}
+    path = [str(venv_dir / "bin"), base.get("PATH", ""), CONTAINER_PATH]
+    env["PATH"] = os.pathsep.join(p for p in path if p)
+    env.update(
+        PYTHONPATH=str(site_dir(run_dir)),
+        SMMPI_LOCAL="1",
+        SMMPI_STACK_DIR=str(stack_dir(run_dir)),
+        OMPI_MCA_orte_tmpdir_base=str(run_dir / ".smmpi" / "ompi"),
+    )
+    return env
+
+
+def pod_command(
+    request: Mapping[str, Any],
+    venv_dir: Path,
+    passed: Mapping[str, str],
+    shape: JobShape,
+    run_dir: Path,
+    base: dict[str, str],
+    keep: tuple[Path, ...],
+) -> launch.Command:
+    """Every instance runs the request's entrypoint, algo-1's as the pod's command; the run
+    ends when algo-1's ends, and the workers with it."""
+    env = instance_env(request, base, run_dir, venv_dir, passed)
+    envs = tuple(dict(env) for _ in shape.hosts)
+    trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
+    argv = entrypoint(request)
+    pod = launch.Pod(
+        tuple(shape.hosts),
+        trees,
+        run_dir,
+        envs,
+        (*keep, venv_dir),
+        stack_dir(run_dir),
+        True,
+        tuple(argv),
+    )
+    return launch.command(pod, argv, env, "/")

@@ -1,0 +1,78 @@
+"""``MPIJob(api="model-trainer").run_local()``, and what a ModelTrainer run refuses in one line."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smmpi.spec import MPIJob
+from tests.helpers import base_env, processes_left, smmpi, write
+from tests.model_trainer.test_local_driver import WORLD
+
+
+def test_mpijob_run_local_runs_the_drivers_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SMMPI_LOCAL_JOBS", str(tmp_path / "jobs"))
+    monkeypatch.delenv("SMMPI_ISOLATION", raising=False)
+    monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    program = write(tmp_path / "world.py", WORLD)
+    out, lines = io.StringIO(), list[str]()
+    job = MPIJob(str(program), instances=2, ppn=1, api="model-trainer")
+    done = job.run_local(out=out, err=out, progress=lines.append)
+    assert done.exit_code == 0, "\n".join(lines)
+    assert sorted(ln.split(">:", 1)[1] for ln in out.getvalue().splitlines() if ">:rank" in ln) == [
+        "rank 0 of 2 on algo-1",
+        "rank 1 of 2 on algo-2",
+    ]
+    assert done.record["AlgorithmSpecification"]["ContainerEntrypoint"] == ["/bin/bash"]
+    assert done.model_artifact.is_file()
+    assert processes_left(str(tmp_path)) == []
+
+
+def _refused(tmp_path: Path, *args: str, **env: str) -> str:
+    program = write(tmp_path / "world.py", WORLD)
+    environ = {**base_env(tmp_path), **env}
+    argv = ["submit", str(program), "-N", "2", "-n", "2", "--api", "model-trainer", *args]
+    done = smmpi(argv, environ)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert not (tmp_path / "home" / ".smmpi" / "local-jobs").exists()  # no job folder
+    return done.stderr.strip()
+
+
+def test_submitting_it_is_refused_in_one_line(tmp_path: Path) -> None:
+    line = _refused(tmp_path, "--role", "arn:aws:iam::123456789012:role/x", "--bucket", "b-1")
+    assert line == (
+        "smmpi: invalid --api: 'model-trainer'; allowed: model-trainer with --dry-run or "
+        "--local (estimator to submit)"
+    )
+
+
+def test_processes_mode_is_refused_in_one_line(tmp_path: Path) -> None:
+    expected = (
+        "smmpi: invalid isolation: 'processes'; allowed: auto or hosts (a ModelTrainer "
+        "request runs its sshd)"
+    )
+    assert _refused(tmp_path, "--local", "--isolation", "processes") == expected
+    assert _refused(tmp_path, "--local", SMMPI_ISOLATION="processes") == expected
+
+
+def test_serve_takes_a_request_with_its_own_start_and_its_code_in_a_channel() -> None:
+    from smmpi.serve.platform import unsupported
+
+    image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-cpu-py311"
+    algo: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": "File"}
+    request: dict[str, Any] = {
+        "AlgorithmSpecification": algo,
+        "ResourceConfig": {"InstanceCount": 2, "InstanceType": "ml.c5.2xlarge"},
+    }
+    assert unsupported(request) == (
+        "ClientError: sagemaker_submit_directory must name an s3:// sourcedir.tar.gz"
+    )
+    algo["ContainerEntrypoint"] = ["/bin/bash"]
+    assert unsupported(request) is None

@@ -1,0 +1,147 @@
+"""ModelTrainer's request run here as the container runs it: the SDK's own MPI driver, unchanged.
+
+Every isolated instance runs the request's ``ContainerEntrypoint`` + ``ContainerArguments``
+(``sm_train.sh``), with the ``sm_drivers`` and ``code`` channels under
+``/opt/ml/input/data`` and a real sshd the driver starts itself. Each rank reports its rank,
+world size and hostname; the world must be the job's N x n, ``n`` ranks on every instance.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import base_env, processes_left, smmpi, write
+
+WORLD = (
+    "import socket\n"
+    "from mpi4py import MPI\n"
+    "c = MPI.COMM_WORLD\n"
+    "print(f'rank {c.rank} of {c.size} on {socket.gethostname()}', flush=True)\n"
+)
+FAILS = (
+    "from mpi4py import MPI\n"
+    "print('rank', MPI.COMM_WORLD.Get_rank(), 'starts', flush=True)\n"
+    "if MPI.COMM_WORLD.Get_rank() == 3:\n"
+    "    raise RuntimeError('rank three is broken')\n"
+    "MPI.COMM_WORLD.Barrier()\n"
+)
+
+
+def env_for(tmp_path: Path) -> dict[str, str]:
+    env = base_env(tmp_path)
+    env.pop("SMMPI_ISOLATION", None)  # a ModelTrainer request runs on isolated hosts only
+    return env
+
+
+def ranks(stdout: str) -> list[str]:
+    """The ranks' own lines, without the output tag."""
+    return sorted(ln.split(">:", 1)[1] for ln in stdout.splitlines() if ">:rank " in ln)
+
+
+def expected(instances: int, ppn: int) -> list[str]:
+    world = instances * ppn
+    return sorted(f"rank {r} of {world} on algo-{r // ppn + 1}" for r in range(world))
+
+
+def local_run(
+    tmp_path: Path, program: Path, instances: int, ppn: int, *more: str, env: dict[str, str]
+) -> tuple[int, str, str]:
+    argv = ["submit", str(program), "-N", str(instances), "-n", str(ppn)]
+    done = smmpi([*argv, "--api", "model-trainer", "--local", *more], env, timeout=400)
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(("instances", "ppn"), [(1, 2), (2, 1), (2, 2), (3, 2)])
+def test_the_drivers_own_start_runs_the_whole_world(
+    instances: int, ppn: int, tmp_path: Path
+) -> None:
+    program = write(tmp_path / "world.py", WORLD)
+    code, out, err = local_run(tmp_path, program, instances, ppn, env=env_for(tmp_path))
+    assert code == 0, err[-3000:]
+    assert ranks(out + err) == expected(instances, ppn)
+    # the driver's own steps: sm_train.sh, environment.py, sshd, the ssh bootstrap, its line
+    assert "Running MPI Driver" in out + err
+    assert "Started SSH daemon." in out + err
+    line = next(ln for ln in (out + err).splitlines() if ln.startswith("Executing command: "))
+    assert f"-np {ppn} --allow-run-as-root" in line and line.count(" -np ") == 2
+    assert f"-np {instances * ppn} " in line  # smmpi's, last: Open MPI 4.1 takes it
+    if instances > 1:
+        assert "Master can connect to all worker nodes." in out + err
+        assert "Writing /tmp/done.algo-1 to algo-2" in out + err
+    assert "smmpi: note: smmpi added '-np" in err
+    assert "Completed in" in err
+    assert processes_left(str(tmp_path)) == []
+
+
+def test_a_failed_rank_is_named_beside_the_drivers_own_failure_text(tmp_path: Path) -> None:
+    program = write(tmp_path / "fails.py", FAILS)
+    env = env_for(tmp_path)
+    code, out, err = local_run(tmp_path, program, 2, 2, "--json", env=env)
+    assert code == 1, err[-3000:]
+    assert "smmpi: rank 3 (algo-2) failed: RuntimeError: rank three is broken" in err
+    driver_line = next(ln for ln in err.splitlines() if "the MPI driver's failure file" in ln)
+    assert driver_line.startswith("smmpi: the MPI driver's failure file (algo-1): ")
+    assert "subprocess.CalledProcessError: Command '['mpirun', '--host'" in driver_line
+    assert driver_line.endswith("returned non-zero exit status 1.")
+    record = json.loads(out)
+    assert record["TrainingJobStatus"] == "Failed"
+    reason = record["FailureReason"]
+    assert reason.startswith("rank 3 (algo-2) failed: RuntimeError: rank three is broken\n")
+    assert "AlgorithmError: Traceback (most recent call last):" in reason
+    # algo-1's /opt/ml/output/failure is the driver's own (common/utils.py write_failure_file)
+    hosts = Path(record["LocalHostsDir"])
+    failure = (hosts / "algo-1" / "opt" / "ml" / "output" / "failure").read_text()
+    assert failure.startswith("Traceback (most recent call last):")
+    assert 'sm_drivers/common/utils.py", line' in failure
+    assert processes_left(str(tmp_path)) == []
+
+
+def test_a_hung_run_times_out_with_every_ranks_stack(tmp_path: Path) -> None:
+    program = write(
+        tmp_path / "hangs.py",
+        "import time\n"
+        "from mpi4py import MPI\n"
+        "print('rank', MPI.COMM_WORLD.rank, 'waits', flush=True)\n"
+        "if MPI.COMM_WORLD.rank == 2:\n"
+        "    while True:\n"
+        "        time.sleep(0.1)\n"
+        "MPI.COMM_WORLD.Barrier()\n",
+    )
+    code, _, err = local_run(tmp_path, program, 2, 2, "--timeout", "60", env=env_for(tmp_path))
+    assert code == 124, err[-3000:]
+    assert "smmpi: timed out after 60 s; Python stack of every rank:" in err
+    for rank, host in ((0, 1), (1, 1), (2, 2), (3, 2)):
+        assert f"--- rank {rank} (algo-{host}) ---" in err
+    assert 'File "hangs.py", line 6 in <module>' in err  # rank 2, in its loop on algo-2
+    assert processes_left(str(tmp_path)) == []
+
+
+def test_the_ranks_get_no_credentials_of_this_shell(tmp_path: Path) -> None:
+    program = write(
+        tmp_path / "creds.py",
+        "import os\n"
+        "from mpi4py import MPI\n"
+        "names = sorted(k for k in os.environ if k.startswith('AWS_'))\n"
+        "print(f'rank {MPI.COMM_WORLD.rank} sees {names}', flush=True)\n",
+    )
+    env = {**env_for(tmp_path), "AWS_ACCESS_KEY_ID": "testing-AKIDEXAMPLE"}
+    env["AWS_SECRET_ACCESS_KEY"] = "testing-secret-do-not-print"
+    code, out, err = local_run(tmp_path, program, 2, 1, env=env)
+    assert code == 0, err[-3000:]
+    assert sorted(ln.split(">:", 1)[1] for ln in out.splitlines() if " sees " in ln) == [
+        "rank 0 sees []",
+        "rank 1 sees []",
+    ]
+    assert "testing-secret-do-not-print" not in out + err
+    assert "-x AWS_ACCESS_KEY_ID" not in out + err
+    code, out, err = local_run(tmp_path, program, 2, 1, "--with-credentials", env=env)
+    assert code == 0, err[-3000:]
+    assert "-x AWS_ACCESS_KEY_ID -x AWS_SECRET_ACCESS_KEY" in out + err  # the driver's line
+    assert "testing-secret-do-not-print" not in out + err  # its environment log masks it
+    seen = [ln.split(">:", 1)[1] for ln in out.splitlines() if " sees " in ln]
+    assert len(seen) == 2
+    for line in seen:  # the driver forwards them to every rank with -x, as in the container
+        assert "'AWS_ACCESS_KEY_ID'" in line and "'AWS_SECRET_ACCESS_KEY'" in line
