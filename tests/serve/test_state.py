@@ -7,7 +7,6 @@ import os
 import signal
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.helpers import base_env
+from tests.nobody import BOTO3, nobody_venv
 from tests.serve.serving import (
     ServeProcess,
     demo_source,
@@ -179,10 +179,18 @@ except ClientError as err:
 """
 
 
-def test_another_user_cannot_create_a_job(serve: ServeProcess, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def boto3_for_nobody() -> Iterator[str]:
+    """User 65534's own Python with boto3 (the checkout and its venv may be root's only)."""
+    yield from (str(venv / "bin" / "python") for venv in nobody_venv(BOTO3))
+
+
+def test_another_user_cannot_create_a_job(
+    serve: ServeProcess, tmp_path: Path, boto3_for_nobody: str
+) -> None:
     done = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-         sys.executable, "-c", NOBODY, serve.url, str(serve.state / "credentials.json")],
+         boto3_for_nobody, "-c", NOBODY, serve.url, str(serve.state / "credentials.json")],
         capture_output=True, text=True, timeout=60,
         env={"PATH": os.environ["PATH"], "HOME": "/tmp"},
     )  # fmt: skip
