@@ -147,5 +147,5 @@ class App:
         except (ValueError, UnicodeDecodeError, RecursionError):
             raise ApiError("SerializationException", "The request body is not valid JSON") from None
         answer = operations.call(self.jobs, target, params, region)
-        data = json.dumps(answer, default=str).encode()
+        data = answer if isinstance(answer, bytes) else json.dumps(answer, default=str).encode()
         return 200, [("Content-Type", "application/x-amz-json-1.1")], data

@@ -106,8 +106,7 @@ class Server:
         self.s3.ensure_bucket(self.default_bucket, self.region)
 
     def start(self) -> Server:
-        from moto.moto_server.werkzeug_app import MotoRequestHandler
-        from werkzeug.serving import make_server
+        from smmpi.serve.front import make_server
 
         _fresh_moto()
         self.s3 = S3Store(self.root)
@@ -124,14 +123,7 @@ class Server:
         app = App(self.keys, self.runner, self._written)
         for service in ("s3", "logs", "sts"):
             app.moto_app(service)  # the first request should not pay for moto's imports
-
-        class Quiet(MotoRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive: a poller reuses its connection
-
-            def log_request(self, *args: Any, **kwargs: Any) -> None:
-                """One line per job event is what serve prints, not one per request."""
-
-        self._httpd = make_server(self.bind, self.port, app, threaded=True, request_handler=Quiet)
+        self._httpd = make_server(self.bind, self.port, app)
         self.port = self._httpd.server_port
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
@@ -144,12 +136,15 @@ class Server:
 
     def stop(self) -> None:
         """Stop every job (artifacts still uploaded), stop listening, save S3."""
+        from smmpi.serve.front import close_connections
+
         if self._httpd is None:
             return
         (self.root / RUNNING).unlink(missing_ok=True)
         self.runner.shutdown()
         self._httpd.shutdown()
         self._httpd.server_close()
+        close_connections(self._httpd)
         self._httpd = None
         self.s3.sync()
 
