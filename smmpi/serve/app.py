@@ -20,6 +20,7 @@ from urllib.parse import quote
 from smmpi.serve import operations
 from smmpi.serve.auth import Incoming, scope_of, verify
 from smmpi.serve.errors import ApiError, Response, render
+from smmpi.serve.journal import Call
 from smmpi.serve.state import Keys
 
 MOTO_SERVICES = frozenset({"s3", "logs", "sts", "iam", "cloudformation"})
@@ -78,9 +79,12 @@ def _read_body(environ: dict[str, Any], service: str | None) -> bytes:
 
 
 class App:
-    """serve's WSGI app: ``jobs`` answers SageMaker; ``written`` hears of each moto write."""
+    """serve's WSGI app: ``jobs`` answers SageMaker; ``written`` hears of every request moto
+    answered that may have changed something (with the answer's HTTP status)."""
 
-    def __init__(self, keys: Keys, jobs: operations.Jobs, written: Callable[[str], None]) -> None:
+    def __init__(
+        self, keys: Keys, jobs: operations.Jobs, written: Callable[[Call, int], None]
+    ) -> None:
         self.keys, self.jobs, self.written = keys, jobs, written
         self._moto: dict[str, Any] = {}
 
@@ -129,9 +133,18 @@ class App:
             raise ApiError("AccessDenied", "moto's control API is not served", 403)
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
-        answer = self.moto_app(signed.service)(environ, start_response)
-        if method not in _READS:
-            self.written(signed.service)
+        status: list[str] = []
+
+        def heard(code: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
+            status.append(code)
+            return start_response(code, headers, *exc)
+
+        answer = self.moto_app(signed.service)(environ, heard)
+        target = str(environ.get("HTTP_X_AMZ_TARGET") or "")
+        if method not in _READS or target:
+            call = Call(signed.service, signed.region, method, path, query,
+                        str(environ.get("CONTENT_TYPE") or ""), target, body)  # fmt: skip
+            self.written(call, int(status[-1][:3]) if status and status[-1][:3].isdigit() else 0)
         return answer  # type: ignore[no-any-return]
 
     def _sagemaker(

@@ -18,6 +18,7 @@ from typing import Any
 
 from smmpi.serve.app import App
 from smmpi.serve.jobs import ACCOUNT, JobStore
+from smmpi.serve.journal import Call, Journal, changes
 from smmpi.serve.logs import JobLogs
 from smmpi.serve.runner import JobRunner
 from smmpi.serve.s3store import S3Store
@@ -109,18 +110,20 @@ class Server:
         from smmpi.serve.front import make_server
 
         _fresh_moto()
+        self.journal = Journal(self.root)
         self.s3 = S3Store(self.root)
-        self.s3.restore()
-        self._sdk_config()
         self.logs = JobLogs(self.root)
-        self.logs.restore()
         self.store = JobStore(self.root)
         self.runner = JobRunner(
             self.root, self.store, self.s3, self.logs,
             parallel=self.parallel, isolation=self.isolation, event=self.event,
         )  # fmt: skip
-        self.runner.recover()
         app = App(self.keys, self.runner, self._written)
+        self.journal.replay(app.moto_app)  # IAM, CloudFormation and the clients' own logs
+        self.s3.restore()
+        self._sdk_config()
+        self.logs.restore()
+        self.runner.recover()
         for service in ("s3", "logs", "sts"):
             app.moto_app(service)  # the first request should not pay for moto's imports
         self._httpd = make_server(self.bind, self.port, app)
@@ -130,9 +133,11 @@ class Server:
         write_json(self.root / RUNNING, {"url": self.url, "pid": os.getpid()})
         return self
 
-    def _written(self, service: str) -> None:
-        if service in ("s3", "cloudformation"):
+    def _written(self, call: Call, status: int) -> None:
+        if call.service in ("s3", "cloudformation") and call.method not in ("GET", "HEAD"):
             self.s3.sync()
+        if 200 <= status < 300 and changes(call):
+            self.journal.append(call)
 
     def stop(self) -> None:
         """Stop every job (artifacts still uploaded), stop listening, save S3."""

@@ -135,7 +135,8 @@ def _incoming(request: AWSRequest) -> Incoming:
     path, _, query = target.partition("?")
     headers = {k.lower(): v for k, v in prepared.headers.items()}
     headers["host"] = "127.0.0.1:8765"
-    return Incoming(prepared.method, path, query, headers, prepared.body or b"")
+    body = prepared.body if isinstance(prepared.body, bytes) else b""
+    return Incoming(prepared.method, path, query, headers, body)
 
 
 def test_every_request_botocore_signs_verifies_and_a_changed_one_does_not() -> None:
