@@ -118,7 +118,7 @@ class Server:
             self.root, self.store, self.s3, self.logs,
             parallel=self.parallel, isolation=self.isolation, event=self.event,
         )  # fmt: skip
-        app = App(self.keys, self.runner, self._written)
+        app = App(self.keys, self.runner, self._written, self.logs.job_streams)
         self.journal.replay(app.moto_app)  # IAM, CloudFormation and the clients' own logs
         self.s3.restore()
         self._sdk_config()
