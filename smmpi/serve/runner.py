@@ -70,9 +70,10 @@ class JobRunner:
         parallel: int = 1,
         isolation: str | None = None,
         event: Callable[[str], None] = lambda line: None,
+        exact: bool = False,
     ) -> None:
         self.store, self.s3, self.logs, self.event = store, s3, logs, event
-        self.isolation = isolation
+        self.isolation, self.exact = isolation, exact
         self.work_root = subfolder(root, "work")
         self.runs = subfolder(root, "runs")
         self.slots = threading.Semaphore(parallel)
@@ -197,6 +198,7 @@ class JobRunner:
             "request": {**local, "TrainingJobName": name},
             "source": str(work / "sourcedir.tar.gz"),
             "isolation": self.isolation,
+            "exact": self.exact,
             "result": str(work / "result.json"),
             "checkpoints": str(work / "checkpoints") if (work / "checkpoints").is_dir() else None,
             "shards": str(work / "shards") if (work / "shards").is_dir() else None,

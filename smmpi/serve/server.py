@@ -49,10 +49,15 @@ class Server:
         isolation: str | None = None,
         region: str = DEFAULT_REGION,
         event: Callable[[str], None] | None = None,
+        exact: bool = False,
     ) -> None:
+        if exact:  # where exact mode cannot run, one line (BadInput) and nothing made
+            from smmpi.runners.local.exact import check
+
+            check(isolation, 2)
         self.root = state_folder(state)
         self.port, self.bind, self.region = port, bind, region
-        self.parallel, self.isolation = parallel, isolation
+        self.parallel, self.isolation, self.exact = parallel, isolation, exact
         self.event = event or (lambda line: None)
         self.keys: Keys = load_keys(self.root)
         self._httpd: Any = None
@@ -116,7 +121,7 @@ class Server:
         self.store = JobStore(self.root)
         self.runner = JobRunner(
             self.root, self.store, self.s3, self.logs,
-            parallel=self.parallel, isolation=self.isolation, event=self.event,
+            parallel=self.parallel, isolation=self.isolation, event=self.event, exact=self.exact,
         )  # fmt: skip
         app = App(self.keys, self.runner, self._written, self.logs.job_streams)
         self.journal.replay(app.moto_app)  # IAM, CloudFormation and the clients' own logs
