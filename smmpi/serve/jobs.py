@@ -21,6 +21,7 @@ from smmpi.serve.errors import ApiError, not_found
 from smmpi.serve.state import read_json, subfolder, write_json
 
 TERMINAL = ("Completed", "Failed", "Stopped")
+ANSWERS_KEPT = 256  # DescribeTrainingJob bodies kept built (the jobs being polled)
 ACCOUNT = "123456789012"
 
 #: SageMaker's words for each secondary status (DescribeTrainingJob's StatusMessage).
@@ -123,6 +124,8 @@ class JobStore:
                 record = self.get(name)
                 shown = {k: v for k, v in record.items() if not k.startswith("_")}
                 body = self._answers[key] = json.dumps(shown, default=str).encode()
+                if len(self._answers) > ANSWERS_KEPT:  # the oldest built goes first
+                    self._answers.pop(next(iter(self._answers)))
             return body
 
     def update(self, name: str, **fields: Any) -> dict[str, Any]:
