@@ -5,7 +5,9 @@ werkzeug's development server closes every connection after one answer
 thread per request. This handler keeps werkzeug's (and moto's) WSGI environ, and:
 
 - keeps the connection open between requests, unless the request's body was not
-  read whole (an oversized or refused body), which closes it after the answer;
+  read whole (an oversized or refused body): then what is left of it is read and
+  dropped (up to 64 MiB, while it keeps coming) and the connection closes after the
+  answer, so the client, still sending, gets the answer rather than a reset;
 - writes the status line, headers and a body's first part in one ``sendall``,
   with Nagle's algorithm off, so a small answer is one segment;
 - sends an answer without ``Content-Length`` chunked (never for HEAD, 1xx, 204, 304).
@@ -25,6 +27,8 @@ from moto.moto_server.werkzeug_app import MotoRequestHandler
 
 _NO_BODY = ("1", "204", "304")
 IDLE = 300.0  # seconds a kept-alive connection may wait for its next request
+DRAIN_MAX = 64 << 20  # bytes of a refused body read (and dropped) before closing
+DRAIN_SECONDS = 2.0  # the longest wait for each part of it
 _OPEN_LOCK = threading.Lock()
 _INTERNAL = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
@@ -92,6 +96,8 @@ class Handler(MotoRequestHandler):
             result = self.server.app(environ, start_response)  # type: ignore[attr-defined]
             try:
                 self._send(answer, result, body)
+                if body.left > 0:
+                    self._drain(body)
             finally:
                 close = getattr(result, "close", None)
                 if close is not None:
@@ -132,6 +138,21 @@ class Handler(MotoRequestHandler):
                 self.wfile.write(_chunk(part) if chunked else part)
         if chunked:
             self.wfile.write(b"0\r\n\r\n")
+
+    def _drain(self, body: _Counted) -> None:
+        """Read what is left of a refused body (a bounded amount, for a bounded time) before
+        the connection closes: closing with unread bytes resets it, and the client, still
+        sending, would never read its answer."""
+        self.connection.settimeout(DRAIN_SECONDS)
+        total = 0
+        try:
+            while body.left > 0 and total < DRAIN_MAX:
+                data = body.read(1 << 16)
+                if not data:
+                    return
+                total += len(data)
+        except OSError:  # the client gave up, or stopped sending: close all the same
+            return
 
 
 def _chunk(data: bytes) -> bytes:
