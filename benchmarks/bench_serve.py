@@ -1,10 +1,16 @@
 """smmpi serve: a job's cost over ``submit --local``, DescribeTrainingJob under 10 pollers,
 ListTrainingJobs over 1,000 stored jobs, and serve's memory idle and over sequential jobs.
 
-    python benchmarks/bench_serve.py [--runs 5] [--jobs 20]
+    python benchmarks/bench_serve.py [--runs 5] [--jobs 200] [--baseline OTHER/bin/smmpi]
 
 Every figure comes from this one invocation (medians of ``--runs`` alternating runs), so the
-comparison is like with like on a shared machine.
+comparison is like with like on a shared machine. With ``--baseline``, the pollers are also
+measured against that smmpi's serve (another checkout's venv), right before this one's.
+
+The 10 clients are 10 processes (each its own connection, as 10 notebooks or scripts
+would be); the raw-HTTP rows time the request and its answer only (each poller signs its
+request before starting the clock), the boto3 rows time the whole call, the client's own
+serializing, signing and parsing included.
 """
 
 from __future__ import annotations
@@ -34,10 +40,11 @@ DEMO = ["broadcast.py", "demo.py", "gather_reduce_broadcast.py", "point_to_point
 class Serve:
     """``smmpi serve --port 0`` in a process of its own, and boto3 clients for it."""
 
-    def __init__(self, state: Path, env: dict[str, str]) -> None:
+    def __init__(self, state: Path, env: dict[str, str], smmpi: str = str(BIN / "smmpi")) -> None:
         self.proc = subprocess.Popen(
-            [str(BIN / "smmpi"), "serve", "--port", "0", "--state", str(state)],
+            [smmpi, "serve", "--port", "0", "--state", str(state)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+            cwd=state.parent,
         )  # fmt: skip
         self.exports: dict[str, str] = {}
         assert self.proc.stdout is not None
@@ -137,59 +144,72 @@ def _local(env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-def _pollers(serve: Serve, name: str, seconds: float, count: int = 10) -> list[float]:
-    clients = [serve.client("sagemaker") for _ in range(count)]
-    latencies: list[float] = []
-    lock = threading.Lock()
+def _poll_boto3(url: str, keys: tuple[str, str], name: str, seconds: float) -> list[float]:
+    import boto3
+
+    sm = boto3.client("sagemaker", endpoint_url=url, region_name=REGION,
+                      aws_access_key_id=keys[0], aws_secret_access_key=keys[1])  # fmt: skip
+    sm.describe_training_job(TrainingJobName=name)  # connected, before the clock starts
+    latencies = []
     end = time.monotonic() + seconds
-
-    def poll(sm: Any) -> None:
-        mine = []
-        while time.monotonic() < end:
-            t = time.perf_counter()
-            sm.describe_training_job(TrainingJobName=name)
-            mine.append(time.perf_counter() - t)
-        with lock:
-            latencies.extend(mine)
-
-    threads = [threading.Thread(target=poll, args=(c,)) for c in clients]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    while time.monotonic() < end:
+        t = time.perf_counter()
+        sm.describe_training_job(TrainingJobName=name)
+        latencies.append(time.perf_counter() - t)
     return latencies
 
 
-def _raw_pollers(serve: Serve, name: str, seconds: float, count: int = 10) -> list[float]:
-    """Like :func:`_pollers` with a bare signed HTTP request per call (no botocore parsing)."""
+def _poll_raw(url: str, keys: tuple[str, str], name: str, seconds: float) -> list[float]:
+    """A bare signed HTTP request per call on one kept connection (no botocore parsing)."""
     import http.client
 
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
 
-    url = serve.exports["AWS_ENDPOINT_URL"]
     host, port = url[7:].split(":")
-    keys = Credentials(serve.exports["AWS_ACCESS_KEY_ID"], serve.exports["AWS_SECRET_ACCESS_KEY"])
     body = json.dumps({"TrainingJobName": name}).encode()
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    latencies = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        request = AWSRequest(method="POST", url=f"{url}/", data=body, headers={
+            "X-Amz-Target": "SageMaker.DescribeTrainingJob",
+            "Content-Type": "application/x-amz-json-1.1"})  # fmt: skip
+        SigV4Auth(Credentials(*keys), "sagemaker", REGION).add_auth(request)
+        t = time.perf_counter()
+        conn.request("POST", "/", body=body, headers=dict(request.headers.items()))
+        answer = conn.getresponse()
+        answer.read()
+        latencies.append(time.perf_counter() - t)
+        assert answer.status == 200
+    return latencies[1:]  # the first call opened the connection
+
+
+def _one_poller(args: tuple[str, str, tuple[str, str], str, float]) -> list[float]:
+    kind, url, keys, name, seconds = args
+    return (_poll_raw if kind == "raw" else _poll_boto3)(url, keys, name, seconds)
+
+
+def _pollers(serve: Serve, name: str, seconds: float, count: int, kind: str) -> list[float]:
+    """``count`` clients, each a process of its own, polling as fast as answers come."""
+    import multiprocessing
+
+    keys = (serve.exports["AWS_ACCESS_KEY_ID"], serve.exports["AWS_SECRET_ACCESS_KEY"])
+    job = (kind, serve.exports["AWS_ENDPOINT_URL"], keys, name, seconds)
+    with multiprocessing.get_context("spawn").Pool(count) as pool:
+        found = pool.map(_one_poller, [job] * count)
+    return [x for latencies in found for x in latencies]
+
+
+def _threads(serve: Serve, name: str, seconds: float, count: int = 10) -> list[float]:
+    """``count`` boto3 clients as threads of this one process (they share its GIL)."""
+    keys = (serve.exports["AWS_ACCESS_KEY_ID"], serve.exports["AWS_SECRET_ACCESS_KEY"])
     latencies: list[float] = []
     lock = threading.Lock()
-    end = time.monotonic() + seconds
 
     def poll() -> None:
-        conn = http.client.HTTPConnection(host, int(port), timeout=30)
-        mine = []
-        while time.monotonic() < end:
-            request = AWSRequest(method="POST", url=f"{url}/", data=body, headers={
-                "X-Amz-Target": "SageMaker.DescribeTrainingJob",
-                "Content-Type": "application/x-amz-json-1.1"})  # fmt: skip
-            SigV4Auth(keys, "sagemaker", REGION).add_auth(request)
-            t = time.perf_counter()
-            conn.request("POST", "/", body=body, headers=dict(request.headers.items()))
-            answer = conn.getresponse()
-            answer.read()
-            mine.append(time.perf_counter() - t)
-            assert answer.status == 200
+        mine = _poll_boto3(serve.exports["AWS_ENDPOINT_URL"], keys, name, seconds)
         with lock:
             latencies.extend(mine)
 
@@ -208,45 +228,62 @@ def _report(label: str, lat: list[float]) -> None:
           f"{statistics.median(lat) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms")  # fmt: skip
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--jobs", type=int, default=20)
-    args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(HOME=str(tmp), PATH=f"{BIN}:{env.get('PATH', '')}", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", SAGEMAKER_SUPPRESS_V2_WARNING="1",
-               SMMPI_LOCAL_JOBS=str(tmp / "local-jobs"))  # fmt: skip
-    serve = Serve(tmp / "state", env)
-    time.sleep(1)
-    print(f"idle RSS after start: {serve.rss_mb():.1f} MB")
-    serve.client("s3").create_bucket(
-        Bucket="bench", CreateBucketConfiguration={"LocationConstraint": REGION}
-    )
-    via_serve, via_local = [], []
-    for i in range(args.runs):
-        via_local.append(_local(env))
-        via_serve.append(_run_job(serve, _prepared(serve, env, f"bench-demo-{i}", 3, 2)))
-    m_serve = statistics.median([x for x in via_serve if x == x] or [float("nan")])
-    m_local = statistics.median(via_local)
-    print(f"demo 3x2 CreateTrainingJob->Completed: median {m_serve:.2f} s "
-          f"(runs {', '.join(f'{x:.2f}' for x in via_serve)})")  # fmt: skip
-    print(f"demo 3x2 submit --local:               median {m_local:.2f} s "
-          f"(runs {', '.join(f'{x:.2f}' for x in via_local)}); serve - local = "
-          f"{m_serve - m_local:+.2f} s")  # fmt: skip
+def _start_busy(serve: Serve, env: dict[str, str], name: str) -> None:
+    """A 3x2 job that keeps its 6 ranks printing, seen in Training."""
     sm = serve.client("sagemaker")
-    busy = _request(env, "bench-busy", "bench", 3, 2)
+    busy = _request(env, name, "bench", 3, 2)
     busy["HyperParameters"]["sagemaker_program"] = json.dumps("busy.py")
     uri = json.loads(busy["HyperParameters"]["sagemaker_submit_directory"])
     serve.client("s3").put_object(Bucket="bench", Key=uri[5:].partition("/")[2], Body=_busy())
     sm.create_training_job(**busy)
-    while sm.describe_training_job(TrainingJobName="bench-busy")["SecondaryStatus"] != "Training":
+    while sm.describe_training_job(TrainingJobName=name)["SecondaryStatus"] != "Training":
         time.sleep(0.1)
-    _report("1 boto3 poller while a job runs", _pollers(serve, "bench-busy", 3.0, 1))
-    _report("10 boto3 pollers (one process) while a job runs", _pollers(serve, "bench-busy", 5.0))
-    _report("10 raw signed-HTTP pollers while a job runs", _raw_pollers(serve, "bench-busy", 5.0))
-    sm.stop_training_job(TrainingJobName="bench-busy")
+
+
+_KINDS = (
+    ("1 boto3 poller", 1, "boto3"),
+    ("10 raw signed-HTTP clients (processes)", 10, "raw"),
+    ("10 boto3 clients (processes)", 10, "boto3"),
+    ("10 boto3 pollers (threads of one process)", 10, "threads"),
+)
+
+
+def _describe_rows(serve: Serve, env: dict[str, str], label: str, rounds: int) -> None:
+    """DescribeTrainingJob's latency while a 3x2 job runs, ``rounds`` times, each client kind."""
+    found: dict[str, list[float]] = {}
+    for i in range(rounds):
+        name = f"bench-busy-{i}"
+        _start_busy(serve, env, name)
+        for kind, count, how in _KINDS:
+            seconds = 3.0 if count == 1 else 5.0
+            measured = (
+                _threads(serve, name, seconds, count)
+                if how == "threads"
+                else _pollers(serve, name, seconds, count, how)
+            )
+            found.setdefault(kind, []).extend(measured)
+        serve.client("sagemaker").stop_training_job(TrainingJobName=name)
+        _wait_ended(serve, name)
+    for kind, latencies in found.items():
+        _report(f"{label}, {kind}, a 3x2 job running", latencies)
+
+
+def _wait_ended(serve: Serve, name: str) -> None:
+    sm = serve.client("sagemaker")
+    while sm.describe_training_job(TrainingJobName=name)["TrainingJobStatus"] not in (
+        "Completed", "Failed", "Stopped",
+    ):  # fmt: skip
+        time.sleep(0.2)
+
+
+def _bucket(serve: Serve) -> None:
+    serve.client("s3").create_bucket(
+        Bucket="bench", CreateBucketConfiguration={"LocationConstraint": REGION}
+    )
+
+
+def _list_rows(serve: Serve, env: dict[str, str], stored: int) -> None:
+    sm = serve.client("sagemaker")
     template = _request(env, "bench-list-x", "bench", 1, 2)
     template["AlgorithmSpecification"]["TrainingInputMode"] = "FastFile"  # stored, fails at once
     for i in range(1000):
@@ -262,15 +299,60 @@ def main() -> None:
         t = time.perf_counter()
         sm.list_training_jobs(NameContains="list-99", StatusEquals="Failed", MaxResults=100)
         filtered.append(time.perf_counter() - t)
-    print(f"ListTrainingJobs over {1000 + args.runs + 1} jobs: median "
+    print(f"ListTrainingJobs over {1000 + stored} jobs: median "
           f"{statistics.median(calls) * 1000:.1f} ms (100 per page, sorted), "
           f"{statistics.median(filtered) * 1000:.1f} ms (filtered)")  # fmt: skip
-    before = serve.rss_mb()
-    for i in range(args.jobs):
-        _run_job(serve, _prepared(serve, env, f"bench-seq-{i}", 1, 2))
-    print(
-        f"RSS before {args.jobs} sequential jobs: {before:.1f} MB, after: {serve.rss_mb():.1f} MB"
-    )
+
+
+def _memory_rows(serve: Serve, env: dict[str, str], jobs: int) -> None:
+    """RSS every 50 sequential 1x2 jobs, and how many completed."""
+    marks = [f"{serve.rss_mb():.1f}"]
+    done = 0
+    for i in range(jobs):
+        seconds = _run_job(serve, _prepared(serve, env, f"bench-seq-{i}", 1, 2))
+        done += seconds == seconds  # NaN when the job did not complete
+        if (i + 1) % 50 == 0 or i + 1 == jobs:
+            marks.append(f"{serve.rss_mb():.1f}")
+    print(f"RSS (MB) every 50 of {jobs} sequential 1x2 jobs ({done} completed): "
+          + " -> ".join(marks))  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=2, help="poller rounds per serve")
+    parser.add_argument("--baseline", help="another checkout's smmpi, measured side by side")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(HOME=str(tmp), PATH=f"{BIN}:{env.get('PATH', '')}", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", SAGEMAKER_SUPPRESS_V2_WARNING="1",
+               SMMPI_LOCAL_JOBS=str(tmp / "local-jobs"))  # fmt: skip
+    if args.baseline:
+        (tmp / "baseline").mkdir()
+        base = Serve(tmp / "baseline" / "state", env, args.baseline)
+        _bucket(base)
+        _describe_rows(base, env, "baseline", args.rounds)
+        base.stop()
+    serve = Serve(tmp / "state", env)
+    time.sleep(1)
+    print(f"idle RSS after start: {serve.rss_mb():.1f} MB")
+    _bucket(serve)
+    _describe_rows(serve, env, "this", args.rounds)
+    via_serve, via_local = [], []
+    for i in range(args.runs):
+        via_local.append(_local(env))
+        via_serve.append(_run_job(serve, _prepared(serve, env, f"bench-demo-{i}", 3, 2)))
+    m_serve = statistics.median([x for x in via_serve if x == x] or [float("nan")])
+    m_local = statistics.median(via_local)
+    print(f"demo 3x2 CreateTrainingJob->Completed: median {m_serve:.2f} s "
+          f"(runs {', '.join(f'{x:.2f}' for x in via_serve)})")  # fmt: skip
+    print(f"demo 3x2 submit --local:               median {m_local:.2f} s "
+          f"(runs {', '.join(f'{x:.2f}' for x in via_local)}); serve - local = "
+          f"{m_serve - m_local:+.2f} s")  # fmt: skip
+    _list_rows(serve, env, args.runs + args.rounds)
+    _memory_rows(serve, env, args.jobs)
     serve.stop()
 
 

@@ -59,13 +59,25 @@ def _stop_on_sigterm() -> None:
     help="How jobs emulate instances [default: $SMMPI_ISOLATION, else auto].",
 )
 @click.option(
+    "--exact",
+    is_flag=True,
+    help="Run every job in exact mode: a real sshd on port 22 of every instance, mpirun "
+    "reaching the workers through ssh (isolated hosts, as root, with openssh-server).",
+)
+@click.option(
     "--env",
     "env_only",
     is_flag=True,
     help="Print the export lines of the serve running on --state, and exit.",
 )
 def serve_cmd(
-    port: int, bind: str, state: str | None, parallel: int, isolation: str | None, env_only: bool
+    port: int,
+    bind: str,
+    state: str | None,
+    parallel: int,
+    isolation: str | None,
+    exact: bool,
+    env_only: bool,
 ) -> None:
     """SageMaker's training API here: every training job runs for real, on this machine.
 
@@ -87,8 +99,9 @@ def serve_cmd(
         click.echo(f"smmpi serve: {line}")
 
     server = Server(
-        state, port=port, bind=bind, parallel=parallel, isolation=isolation, event=event
-    )
+        state, port=port, bind=bind, parallel=parallel, isolation=isolation, event=event,
+        exact=exact and not env_only,
+    )  # fmt: skip
     if env_only:
         _print_env(server)
         return

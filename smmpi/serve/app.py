@@ -20,12 +20,14 @@ from urllib.parse import quote
 from smmpi.serve import operations
 from smmpi.serve.auth import Incoming, scope_of, verify
 from smmpi.serve.errors import ApiError, Response, render
+from smmpi.serve.journal import Call
 from smmpi.serve.state import Keys
 
 MOTO_SERVICES = frozenset({"s3", "logs", "sts", "iam", "cloudformation"})
 MAX_BODY = {"s3": 512 << 20}  # bytes; every other service's requests stay under 1 MiB
 DEFAULT_MAX_BODY = 1 << 20
 _READS = ("GET", "HEAD")
+_JSON = "application/x-amz-json-1.1"
 _STATUS_TEXT = {
     200: "OK",
     400: "Bad Request",
@@ -78,10 +80,18 @@ def _read_body(environ: dict[str, Any], service: str | None) -> bytes:
 
 
 class App:
-    """serve's WSGI app: ``jobs`` answers SageMaker; ``written`` hears of each moto write."""
+    """serve's WSGI app: ``jobs`` answers SageMaker; ``written`` hears of every request moto
+    answered that may have changed something (with the answer's HTTP status)."""
 
-    def __init__(self, keys: Keys, jobs: operations.Jobs, written: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        keys: Keys,
+        jobs: operations.Jobs,
+        written: Callable[[Call, int], None],
+        job_streams: Callable[[str, bytes, str], bytes | None] = lambda *args: None,
+    ) -> None:
         self.keys, self.jobs, self.written = keys, jobs, written
+        self.job_streams = job_streams  # a job's log streams in one page (JobLogs.job_streams)
         self._moto: dict[str, Any] = {}
 
     def moto_app(self, service: str) -> Any:
@@ -127,11 +137,24 @@ class App:
                            + ", ".join(sorted(MOTO_SERVICES)))  # fmt: skip
         if path.startswith(("/moto-api", "/latest/")):
             raise ApiError("AccessDenied", "moto's control API is not served", 403)
+        target = str(environ.get("HTTP_X_AMZ_TARGET") or "")
+        if signed.service == "logs":
+            streams = self.job_streams(target, body, signed.region)
+            if streams is not None:
+                return self._respond(start_response, (200, [("Content-Type", _JSON)], streams))
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
-        answer = self.moto_app(signed.service)(environ, start_response)
-        if method not in _READS:
-            self.written(signed.service)
+        status: list[str] = []
+
+        def heard(code: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
+            status.append(code)
+            return start_response(code, headers, *exc)
+
+        answer = self.moto_app(signed.service)(environ, heard)
+        if method not in _READS or target:
+            call = Call(signed.service, signed.region, method, path, query,
+                        str(environ.get("CONTENT_TYPE") or ""), target, body)  # fmt: skip
+            self.written(call, int(status[-1][:3]) if status and status[-1][:3].isdigit() else 0)
         return answer  # type: ignore[no-any-return]
 
     def _sagemaker(
@@ -147,5 +170,5 @@ class App:
         except (ValueError, UnicodeDecodeError, RecursionError):
             raise ApiError("SerializationException", "The request body is not valid JSON") from None
         answer = operations.call(self.jobs, target, params, region)
-        data = json.dumps(answer, default=str).encode()
-        return 200, [("Content-Type", "application/x-amz-json-1.1")], data
+        data = answer if isinstance(answer, bytes) else json.dumps(answer, default=str).encode()
+        return 200, [("Content-Type", _JSON)], data

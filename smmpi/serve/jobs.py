@@ -9,6 +9,7 @@ SageMaker's JSON protocol sends timestamps.
 from __future__ import annotations
 
 import copy
+import json
 import threading
 import time
 from pathlib import Path
@@ -20,6 +21,7 @@ from smmpi.serve.errors import ApiError, not_found
 from smmpi.serve.state import read_json, subfolder, write_json
 
 TERMINAL = ("Completed", "Failed", "Stopped")
+ANSWERS_KEPT = 256  # DescribeTrainingJob bodies kept built (the jobs being polled)
 ACCOUNT = "123456789012"
 
 #: SageMaker's words for each secondary status (DescribeTrainingJob's StatusMessage).
@@ -58,11 +60,13 @@ class JobStore:
         self.folder = subfolder(root, "jobs")
         self.lock = threading.RLock()
         self.jobs: dict[str, dict[str, Any]] = {}  # lower-case name -> record
+        self._answers: dict[str, bytes] = {}  # lower-case name -> DescribeTrainingJob's body
         for path in sorted(self.folder.glob("*.json")):
             record = read_json(path)
             self.jobs[str(record["TrainingJobName"]).lower()] = record
 
     def _save(self, record: dict[str, Any]) -> None:
+        self._answers.pop(str(record["TrainingJobName"]).lower(), None)
         write_json(self.folder / f"{record['TrainingJobName']}.json", record)
 
     def create(self, request: dict[str, Any], region: str) -> dict[str, Any]:
@@ -110,10 +114,19 @@ class JobStore:
             raise not_found()
         return self.get(text.rsplit("/", 1)[-1])
 
-    def describe(self, name: object) -> dict[str, Any]:
+    def describe_body(self, name: object) -> bytes:
+        """DescribeTrainingJob's JSON body, built once per change of the job (every change
+        goes through ``_save``, which drops it), so a poller costs no copy nor encoding."""
+        key = str(name).lower()
         with self.lock:
-            record = self.get(name)
-            return {k: copy.deepcopy(v) for k, v in record.items() if not k.startswith("_")}
+            body = self._answers.get(key)
+            if body is None:
+                record = self.get(name)
+                shown = {k: v for k, v in record.items() if not k.startswith("_")}
+                body = self._answers[key] = json.dumps(shown, default=str).encode()
+                if len(self._answers) > ANSWERS_KEPT:  # the oldest built goes first
+                    self._answers.pop(next(iter(self._answers)))
+            return body
 
     def update(self, name: str, **fields: Any) -> dict[str, Any]:
         with self.lock:

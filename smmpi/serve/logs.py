@@ -12,6 +12,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from smmpi.serve.jobs import ACCOUNT
 from smmpi.serve.state import read_json, subfolder, write_json
 
 GROUP = "/aws/sagemaker/TrainingJobs"
+JOB_STREAMS = 512  # the most instances a job has here (smmpi.spec.world.MAX_INSTANCES)
 _MAX_MESSAGE = 256 * 1024 - 26  # CloudWatch's limit for one event
 
 
@@ -74,6 +76,13 @@ class JobLogs:
                 for event in events:
                     f.write(json.dumps([event["timestamp"], event["message"]]) + "\n")
 
+    def workers(
+        self, name: str, region: str, streams: dict[str, str], lines: Callable[[str], list[str]]
+    ) -> None:
+        """Append ``lines(host)`` to each worker's stream (algo-2..N: every host but the first)."""
+        for host in list(streams)[1:]:
+            self.append(name, region, host, streams[host], lines(host))
+
     def restore(self) -> None:
         """Put every kept job's streams and events back into moto's Logs backend."""
         oldest = int((time.time() - 13 * 86400) * 1000)  # CloudWatch refuses older events
@@ -94,3 +103,51 @@ class JobLogs:
                         if stamp >= oldest:
                             events.append({"timestamp": stamp, "message": message})
                 _put(data["region"], stream, events)
+
+    def job_streams(self, target: str, body: bytes, region: str) -> bytes | None:
+        """DescribeLogStreams' answer for one training job's streams, all in one page.
+
+        The SageMaker SDK's tailer (``Session.logs_for_job``) asks for ``JOB/`` streams
+        with ``limit=min(instances, 50)`` and, while an answer has a ``nextToken``, asks
+        again without passing it: over 50 streams it would never end. A first request
+        (no ``nextToken``) for one job's streams, by name, therefore gets every stream
+        of the job (up to 512, the most instances a job has) and no token. Any other
+        request is moto's (None here).
+        """
+        if not target.endswith(".DescribeLogStreams"):
+            return None
+        try:
+            params = json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return None
+        if not isinstance(params, dict) or not _one_job(params):
+            return None
+        with self.lock:
+            group = _backend(region).groups.get(GROUP)
+            if group is None:
+                return None  # moto's ResourceNotFoundException
+            prefix = params["logStreamNamePrefix"]
+            streams, token = group.describe_log_streams(
+                False, GROUP, prefix, "LogStreamName", JOB_STREAMS
+            )
+        answer: dict[str, Any] = {"logStreams": streams}
+        if token:
+            answer["nextToken"] = token
+        return json.dumps(answer).encode()
+
+
+def _one_job(params: dict[str, Any]) -> bool:
+    """A valid first request, in name order, for the streams of one job (``JOB/``)."""
+    prefix, limit = params.get("logStreamNamePrefix"), params.get("limit", 50)
+    return (
+        params.get("logGroupName") == GROUP
+        and "nextToken" not in params
+        and "logGroupIdentifier" not in params
+        and isinstance(prefix, str)
+        and prefix.endswith("/")
+        and prefix.count("/") == 1
+        and params.get("orderBy", "LogStreamName") == "LogStreamName"
+        and params.get("descending", False) is False
+        and isinstance(limit, int)
+        and 1 <= limit <= 50
+    )

@@ -29,7 +29,8 @@ class Jobs(Protocol):
     def stop(self, name: str) -> None: ...
 
 
-Operation = Callable[[Jobs, dict[str, Any], str], dict[str, Any]]
+Answer = dict[str, Any] | bytes  # the answer's JSON, or its body already encoded
+Operation = Callable[[Jobs, dict[str, Any], str], Answer]
 
 
 def _null(field: str) -> ApiError:
@@ -69,8 +70,8 @@ def create(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]:
     return {"TrainingJobArn": record["TrainingJobArn"]}
 
 
-def describe(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]:
-    return jobs.store.describe(params["TrainingJobName"])
+def describe(jobs: Jobs, params: dict[str, Any], region: str) -> bytes:
+    return jobs.store.describe_body(params["TrainingJobName"])
 
 
 def stop(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]:
@@ -203,7 +204,7 @@ OPERATIONS: dict[str, Operation] = {
 }
 
 
-def call(jobs: Jobs, target: str, params: Any, region: str) -> dict[str, Any]:
+def call(jobs: Jobs, target: str, params: Any, region: str) -> Answer:
     """Run operation ``target`` (``SageMaker.X``) on ``params``; an :class:`ApiError` if refused."""
     service, _, name = target.partition(".")
     if service != "SageMaker" or name not in OPERATIONS:

@@ -28,6 +28,7 @@ from smmpi.serve.jobs import TERMINAL, JobStore
 from smmpi.serve.logs import JobLogs
 from smmpi.serve.s3store import S3Store
 from smmpi.serve.state import read_json, subfolder, write_json
+from smmpi.toolkit import worker_log
 from smmpi.toolkit.request import hosts
 
 STOP_GRACE = 20.0  # seconds between SIGTERM and SIGKILL, as SageMaker's stop gives the container
@@ -69,9 +70,10 @@ class JobRunner:
         parallel: int = 1,
         isolation: str | None = None,
         event: Callable[[str], None] = lambda line: None,
+        exact: bool = False,
     ) -> None:
         self.store, self.s3, self.logs, self.event = store, s3, logs, event
-        self.isolation = isolation
+        self.isolation, self.exact = isolation, exact
         self.work_root = subfolder(root, "work")
         self.runs = subfolder(root, "runs")
         self.slots = threading.Semaphore(parallel)
@@ -196,6 +198,7 @@ class JobRunner:
             "request": {**local, "TrainingJobName": name},
             "source": str(work / "sourcedir.tar.gz"),
             "isolation": self.isolation,
+            "exact": self.exact,
             "result": str(work / "result.json"),
             "checkpoints": str(work / "checkpoints") if (work / "checkpoints").is_dir() else None,
             "shards": str(work / "shards") if (work / "shards").is_dir() else None,
@@ -203,6 +206,7 @@ class JobRunner:
         write_json(work / "spec.json", spec)
         streams = self.logs.open(name, region, hosts(request))
         first = next(iter(streams))
+        self.logs.workers(name, region, streams, lambda host: worker_log.starting())
         proc = subprocess.Popen(
             [sys.executable, "-m", "smmpi.serve.worker", str(work / "spec.json")],
             stdin=subprocess.DEVNULL,
@@ -231,13 +235,11 @@ class JobRunner:
         self._supervise(name, request, running, proc)
         for pump in pumps:
             pump.join(timeout=5)
-        path = work / "result.json"
-        if path.is_file():
-            result: dict[str, Any] = read_json(path)
-            return result
-        status = "Stopped" if running.stop.is_set() else "Failed"
-        line = f"the job's worker ended with code {proc.returncode}"
-        return {"status": status, "exit_code": proc.returncode, "line": line}
+        result = _result(work, running, proc.returncode)
+        if not running.stop.is_set():  # a stopped container prints nothing more
+            done = result["status"] == "Completed"
+            self.logs.workers(name, region, streams, lambda host: worker_log.ending(host, done))
+        return result
 
     def _supervise(
         self, name: str, request: dict[str, Any], running: Running, proc: subprocess.Popen[bytes]
@@ -283,6 +285,17 @@ class JobRunner:
         self._end(name, status, secondary, **fields)
         more = f" ({secondary})" if secondary and secondary != status else ""
         self.event(f"{name}: {status}{more}")
+
+
+def _result(work: Path, running: Running, code: int | None) -> dict[str, Any]:
+    """How the run ended, as the worker wrote it (or as serve saw its worker end)."""
+    path = work / "result.json"
+    if path.is_file():
+        result: dict[str, Any] = read_json(path)
+        return result
+    status = "Stopped" if running.stop.is_set() else "Failed"
+    line = f"the job's worker ended with code {code}"
+    return {"status": status, "exit_code": code, "line": line}
 
 
 def _pump(stream: Any, sink: Callable[[str], None]) -> None:

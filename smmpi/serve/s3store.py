@@ -28,6 +28,12 @@ def _object_id(bucket: str, key: str) -> str:
     return hashlib.sha256(f"{bucket}\0{key}".encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def _drop_bucket(backend: Any, name: str) -> None:
+    for key in list(backend.buckets[name].keys):
+        backend.delete_object(name, key)
+    backend.delete_bucket(name)
+
+
 class S3Store:
     """moto's S3 with its objects kept on disk; serve's own reads and writes go through it."""
 
@@ -52,6 +58,8 @@ class S3Store:
             if path.is_file() and entry["bucket"] in backend.buckets:
                 key = backend.put_object(entry["bucket"], entry["key"], path.read_bytes())
                 entry["etag"] = key.etag
+        for name in set(backend.buckets) - set(self.index["buckets"]):
+            _drop_bucket(backend, name)  # a replayed stack's bucket, deleted since
         write_json(self.index_path, self.index)
 
     def sync(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from smmpi.serve.app import App
 from smmpi.serve.jobs import ACCOUNT, JobStore
+from smmpi.serve.journal import Call, Journal, changes
 from smmpi.serve.logs import JobLogs
 from smmpi.serve.runner import JobRunner
 from smmpi.serve.s3store import S3Store
@@ -48,10 +49,15 @@ class Server:
         isolation: str | None = None,
         region: str = DEFAULT_REGION,
         event: Callable[[str], None] | None = None,
+        exact: bool = False,
     ) -> None:
+        if exact:  # where exact mode cannot run, one line (BadInput) and nothing made
+            from smmpi.runners.local.exact import check
+
+            check(isolation, 2)
         self.root = state_folder(state)
         self.port, self.bind, self.region = port, bind, region
-        self.parallel, self.isolation = parallel, isolation
+        self.parallel, self.isolation, self.exact = parallel, isolation, exact
         self.event = event or (lambda line: None)
         self.keys: Keys = load_keys(self.root)
         self._httpd: Any = None
@@ -106,50 +112,49 @@ class Server:
         self.s3.ensure_bucket(self.default_bucket, self.region)
 
     def start(self) -> Server:
-        from moto.moto_server.werkzeug_app import MotoRequestHandler
-        from werkzeug.serving import make_server
+        from smmpi.serve.front import make_server
 
         _fresh_moto()
+        self.journal = Journal(self.root)
         self.s3 = S3Store(self.root)
-        self.s3.restore()
-        self._sdk_config()
         self.logs = JobLogs(self.root)
-        self.logs.restore()
         self.store = JobStore(self.root)
         self.runner = JobRunner(
             self.root, self.store, self.s3, self.logs,
-            parallel=self.parallel, isolation=self.isolation, event=self.event,
+            parallel=self.parallel, isolation=self.isolation, event=self.event, exact=self.exact,
         )  # fmt: skip
+        app = App(self.keys, self.runner, self._written, self.logs.job_streams)
+        self.journal.replay(app.moto_app)  # IAM, CloudFormation and the clients' own logs
+        self.s3.restore()
+        self._sdk_config()
+        self.logs.restore()
         self.runner.recover()
-        app = App(self.keys, self.runner, self._written)
         for service in ("s3", "logs", "sts"):
             app.moto_app(service)  # the first request should not pay for moto's imports
-
-        class Quiet(MotoRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive: a poller reuses its connection
-
-            def log_request(self, *args: Any, **kwargs: Any) -> None:
-                """One line per job event is what serve prints, not one per request."""
-
-        self._httpd = make_server(self.bind, self.port, app, threaded=True, request_handler=Quiet)
+        self._httpd = make_server(self.bind, self.port, app)
         self.port = self._httpd.server_port
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
         write_json(self.root / RUNNING, {"url": self.url, "pid": os.getpid()})
         return self
 
-    def _written(self, service: str) -> None:
-        if service in ("s3", "cloudformation"):
+    def _written(self, call: Call, status: int) -> None:
+        if call.service in ("s3", "cloudformation") and call.method not in ("GET", "HEAD"):
             self.s3.sync()
+        if 200 <= status < 300 and changes(call):
+            self.journal.append(call)
 
     def stop(self) -> None:
         """Stop every job (artifacts still uploaded), stop listening, save S3."""
+        from smmpi.serve.front import close_connections
+
         if self._httpd is None:
             return
         (self.root / RUNNING).unlink(missing_ok=True)
         self.runner.shutdown()
         self._httpd.shutdown()
         self._httpd.server_close()
+        close_connections(self._httpd)
         self._httpd = None
         self.s3.sync()
 

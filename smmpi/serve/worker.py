@@ -58,6 +58,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         out=sys.stdout,
         err=sys.stdout,
         isolation=spec.get("isolation"),
+        exact=bool(spec.get("exact")),
         keep=True,
     )
     try:

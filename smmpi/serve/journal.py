@@ -1,0 +1,131 @@
+"""What clients wrote to IAM, CloudFormation and CloudWatch Logs, kept to be replayed at start.
+
+moto keeps these services in memory. serve appends every request that changed
+one of them (an operation that is not a read, answered 2xx) to
+``STATE/moto/journal.jsonl`` (0600, opened without following a link), and at
+the next start replays them, in order, into moto's fresh backends: roles and
+policies, stacks (and what their templates made), log groups, streams and
+events come back. Names in a request never become paths; only the journal's
+own name is a file. Replayed, a resource gets moto's new generated ids and
+creation times (a stack's ``StackId``, a role's ``RoleId``); its names and
+contents are the client's.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote
+
+from smmpi.serve.state import subfolder
+
+SERVICES = frozenset({"iam", "cloudformation", "logs"})
+_READS = ("Describe", "Get", "List", "Filter", "Validate", "Estimate", "Simulate", "Test",
+          "StartQuery", "StopQuery")  # fmt: skip
+_MAX_ACTION = 128
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request to a moto service, as the journal keeps it."""
+
+    service: str
+    region: str
+    method: str
+    path: str  # raw, as sent
+    query: str
+    content_type: str
+    target: str  # X-Amz-Target (JSON protocols), or ""
+    body: bytes
+
+
+def operation(call: Call) -> str:
+    """The operation a request names: X-Amz-Target's, else the query protocols' Action."""
+    if call.target:
+        return call.target.rpartition(".")[2][:_MAX_ACTION]
+    found = parse_qs(call.query).get("Action")
+    if not found and call.content_type.startswith("application/x-www-form-urlencoded"):
+        found = parse_qs(call.body.decode("utf-8", "replace")).get("Action")
+    return (found or [""])[0][:_MAX_ACTION]
+
+
+def changes(call: Call) -> bool:
+    """Whether this request may change what the service holds (so it is kept)."""
+    name = operation(call)
+    return call.service in SERVICES and bool(name) and not name.startswith(_READS)
+
+
+def _environ(call: Call) -> dict[str, Any]:
+    scope = f"SMMPIJOURNAL/20000101/{call.region}/{call.service}/aws4_request"
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": call.method,
+        "SCRIPT_NAME": "",
+        "PATH_INFO": unquote(call.path),
+        "QUERY_STRING": call.query,
+        "RAW_URI": call.path + (f"?{call.query}" if call.query else ""),
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "0",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "HTTP_HOST": "127.0.0.1",
+        "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential={scope}, SignedHeaders=host, "
+        f"Signature={'0' * 64}",
+        "CONTENT_LENGTH": str(len(call.body)),
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(call.body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+    }
+    if call.content_type:
+        environ["CONTENT_TYPE"] = call.content_type
+    if call.target:
+        environ["HTTP_X_AMZ_TARGET"] = call.target
+    return environ
+
+
+class Journal:
+    """The kept requests: appended as clients make them, replayed at start."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = subfolder(root, "moto") / "journal.jsonl"
+        self.lock = threading.Lock()
+
+    def append(self, call: Call) -> None:
+        entry = {**call.__dict__, "body": base64.b64encode(call.body).decode()}
+        line = json.dumps(entry) + "\n"
+        with self.lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as f:
+                f.write(line)
+
+    def replay(self, app_for: Callable[[str], Any]) -> int:
+        """Send every kept request to moto's app for its service again; how many were."""
+        if not self.path.is_file():
+            return 0
+        count = 0
+        fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    entry = json.loads(line)
+                    call = Call(**{**entry, "body": base64.b64decode(entry["body"])})
+                except (ValueError, TypeError, KeyError):
+                    continue  # a line cut short by a kill: the rest is still replayed
+                if call.service not in SERVICES:
+                    continue
+                answer = app_for(call.service)(_environ(call), lambda *args: None)
+                for _ in answer:
+                    pass
+                getattr(answer, "close", lambda: None)()
+                count += 1
+        return count
