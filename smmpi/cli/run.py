@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
@@ -51,27 +52,7 @@ from smmpi.cli.options import local_run_options, pass_env_options, shape_options
 @click.option("--framework-version", default=None, help="Framework version of the image.")
 @click.option("--py-version", default=None, help="Python version of the image, e.g. py312.")
 @pass_env_options()
-def run_cmd(
-    entry: str | None,
-    args: tuple[str, ...],
-    instances: object,
-    ppn: object,
-    timeout: float | None,
-    isolation: str | None,
-    log_dir: str | None,
-    install_requirements: bool,
-    exact: bool,
-    source_dir: str | None,
-    keep: bool,
-    from_job: str | None,
-    region: str | None,
-    instance_type: str | None,
-    framework: str | None,
-    framework_version: str | None,
-    py_version: str | None,
-    pass_env: tuple[str, ...],
-    with_credentials: bool,
-) -> None:
+def run_cmd(entry: str | None, args: tuple[str, ...], **options: Any) -> None:
     """Run ENTRY here as N emulated SageMaker instances x n processes (local mpirun).
 
     ENTRY is a packaged entry point (see `smmpi entry-points`) or a path to a
@@ -83,44 +64,90 @@ def run_cmd(
     from smmpi import api
     from smmpi.errors import BadInput
 
-    if timeout is not None and timeout <= 0:
-        raise BadInput("timeout", timeout, "a number of seconds > 0")
-    if from_job is not None:
-        if entry is not None or args:
-            raise BadInput("ENTRY", entry or " ".join(args), "nothing with --from-job")
-        for name, value in (
-            ("--instance-type", instance_type),
-            ("--framework", framework),
-            ("--framework-version", framework_version),
-            ("--py-version", py_version),
-        ):
-            if value is not None:
-                raise BadInput(name, value, "nothing with --from-job (its own)")
-        passed = {"pass_env": list(pass_env), "with_credentials": with_credentials, "exact": exact}
+    o = RunFlags(**options)
+    if o.timeout is not None and o.timeout <= 0:
+        raise BadInput("timeout", o.timeout, "a number of seconds > 0")
+    passed = {
+        "pass_env": list(o.pass_env),
+        "with_credentials": o.with_credentials,
+        "exact": o.exact,
+    }
+    if o.from_job is not None:
+        _only_with_from_job(entry, args, o.image_choices())
         sys.exit(
-            _from_job(from_job, region, timeout, log_dir, install_requirements, passed, isolation)
+            _from_job(
+                o.from_job,
+                o.region,
+                o.timeout,
+                o.log_dir,
+                o.install_requirements,
+                passed,
+                o.isolation,
+            )
         )
     if entry is None:
         raise BadInput("ENTRY", "", "a packaged entry point name or a path to a .py file")
     result = api.run_entry(
         entry,
-        instances=instances,
-        ppn=ppn,
         args=list(args),
-        source_dir=source_dir,
-        timeout=timeout,
-        log_dir=log_dir,
-        keep=keep,
-        instance_type=instance_type,
-        framework=framework,
-        framework_version=framework_version,
-        py_version=py_version,
-        pass_env=list(pass_env),
-        with_credentials=with_credentials,
-        isolation=isolation,
-        exact=exact,
+        instances=o.instances,
+        ppn=o.ppn,
+        source_dir=o.source_dir,
+        keep=o.keep,
+        timeout=o.timeout,
+        log_dir=o.log_dir,
+        isolation=o.isolation,
+        instance_type=o.instance_type,
+        framework=o.framework,
+        framework_version=o.framework_version,
+        py_version=o.py_version,
+        **passed,
     )
     sys.exit(result.exit_code)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFlags:
+    """``smmpi run``'s options, as click parses them."""
+
+    instances: object
+    ppn: object
+    timeout: float | None
+    isolation: str | None
+    log_dir: str | None
+    install_requirements: bool
+    exact: bool
+    source_dir: str | None
+    keep: bool
+    from_job: str | None
+    region: str | None
+    instance_type: str | None
+    framework: str | None
+    framework_version: str | None
+    py_version: str | None
+    pass_env: tuple[str, ...]
+    with_credentials: bool
+
+    def image_choices(self) -> dict[str, str | None]:
+        return {
+            "--instance-type": self.instance_type,
+            "--framework": self.framework,
+            "--framework-version": self.framework_version,
+            "--py-version": self.py_version,
+        }
+
+
+def _only_with_from_job(
+    entry: str | None, args: tuple[str, ...], chosen: dict[str, str | None]
+) -> None:
+    """A job's own code, image and world come from its description: nothing else may."""
+    from smmpi.errors import BadInput
+
+    if entry is not None or args:
+        raise BadInput("ENTRY", entry or " ".join(args), "nothing with --from-job")
+    for name, value in chosen.items():
+        if value is not None:
+            raise BadInput(name, value, "nothing with --from-job (its own)")
 
 
 def _from_job(

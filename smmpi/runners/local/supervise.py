@@ -30,7 +30,7 @@ from smmpi.mpi_output import printable
 from smmpi.runners.base import Progress, silent
 from smmpi.runners.local.exits import Ends, read_ends
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
-from smmpi.runners.local.isolation import ContainerStart, prepare
+from smmpi.runners.local.isolation import ContainerStart, Launch, prepare
 from smmpi.runners.local.layout import (
     credentials_note,
     forwarding_note,
@@ -73,26 +73,25 @@ POLL = 0.5  # seconds between looks at the run's records while mpirun runs
 SESSIONS = "OMPI_MCA_orte_tmpdir_base"  # where Open MPI writes its session files
 
 
-def _start(
-    argv: list[str],
-    env: dict[str, str],
-    run_dir: Path,
-    ranks: int,
-    stdin_closed: bool,
-    remove: bool,
-    pass_fds: tuple[int, ...] = (),
-) -> subprocess.Popen[bytes]:
-    """mpirun under the run's reaper, in its own session; smmpi's stdin if rank 0 reads it."""
-    command = reaper_command(argv, stack_dir(run_dir), ranks, run_dir if remove else None)
-    return subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL if stdin_closed else None,
-        env=env,
-        pass_fds=pass_fds,
-        start_new_session=True,
-    )
+Popen = subprocess.Popen[bytes]
+
+
+def _start(how: Launch, run_dir: Path, ranks: int, stdin_closed: bool, remove: bool) -> Popen:
+    """mpirun under the run's reaper, in its own session; smmpi's stdin if rank 0 reads it.
+    The descriptors it inherits are closed here once it has them."""
+    command = reaper_command(how.argv, stack_dir(run_dir), ranks, run_dir if remove else None)
+    try:
+        return subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL if stdin_closed else None,
+            env=how.env,
+            pass_fds=how.pass_fds,
+            start_new_session=True,
+        )
+    finally:
+        how.close()
 
 
 def _pumps(
@@ -244,11 +243,7 @@ def execute(
     no_room = _no_room(shape, run_dir, mode)
     if no_room is not None:
         return no_room
-    # (a container's own start builds its own line: no toolkit forwarding to speak of)
-    forwarding = forwarding_note(shape) if container is None else None
-    for note in (forwarding, credentials_note(extra_env or {})):
-        if note:
-            progress(note)
+    _say_notes(shape, extra_env or {}, container, progress)
     how = prepare(
         mode,
         shape,
@@ -264,23 +259,37 @@ def execute(
     _mpirun_env(how.env, shape, run_dir, mode)
     output = Output(shape.world_size, log_dir, shape.ppn, shape.image)
     start, started = time.monotonic(), time.time()
-    try:
-        proc = _start(
-            how.argv,
-            how.env,
-            run_dir,
-            shape.world_size,
-            stdin_closed,
-            remove_on_death,
-            how.pass_fds,
-        )
-    finally:
-        how.close()
+    proc = _start(how, run_dir, shape.world_size, stdin_closed, remove_on_death)
     supervisor = Supervisor(proc, stack_dir(run_dir), how.translate)
-    pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
-    result = RunResult(EXIT_OK, "Completed", 0.0, run_dir, shape.world_size)
     sessions = Path(how.env.get(SESSIONS) or run_dir) if mode == "processes" else run_dir
     run = Run(shape, mode, supervisor.stack_dir, run_dir, started, None, sessions)
+    pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
+    result = _supervise(supervisor, pumps, output, run, timeout, start)
+    _conclude(result, supervisor, output, run, progress)
+    _say_outcome(result, shape, stdin_closed, progress)
+    return result
+
+
+def _say_notes(
+    shape: JobShape, extra_env: dict[str, str], container: ContainerStart | None, say: Progress
+) -> None:
+    # (a container's own start builds its own line: no toolkit forwarding to speak of)
+    forwarding = forwarding_note(shape) if container is None else None
+    for note in (forwarding, credentials_note(extra_env)):
+        if note:
+            say(note)
+
+
+def _supervise(
+    supervisor: Supervisor,
+    pumps: list[threading.Thread],
+    output: Output,
+    run: Run,
+    timeout: float | None,
+    start: float,
+) -> RunResult:
+    """Wait for the run to end (or time out, or be interrupted), then reap and drain it."""
+    result = RunResult(EXIT_OK, "Completed", 0.0, run.run_dir, run.shape.world_size)
     try:
         with sigterm_interrupts():
             try:
@@ -295,12 +304,14 @@ def execute(
             t.join(timeout=5)
         output.close()
     result.seconds = time.monotonic() - start
-    _conclude(result, supervisor, output, run, progress)
+    return result
+
+
+def _say_outcome(result: RunResult, shape: JobShape, stdin_closed: bool, say: Progress) -> None:
     if stdin_closed and (result.reason or "").startswith("EOFError"):
-        progress(
+        say(
             f"smmpi: rank {result.failed_rank} read its input: stdin is closed in SageMaker "
             "training jobs, and so here (pass input as a file, a channel or arguments)"
         )
     if result.stacks or result.status == "TimedOut":
-        report_stacks(result.reason or "", result.stacks, shape, progress, result.notes)
-    return result
+        report_stacks(result.reason or "", result.stacks, shape, say, result.notes)
