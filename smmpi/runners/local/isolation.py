@@ -203,7 +203,7 @@ def _hosts(
     trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
     mpi_prefix = Path(launcher.mpirun).resolve().parent.parent
     keep = (Path(python).parent, Path(python).resolve().parent, mpi_prefix, *map(Path, extra_paths))
-    toolkit = exact_mode.toolkit_source() if exact else None
+    toolkit = exact_mode.toolkit_sources(shape.image) if exact else None
     if toolkit is not None:
         started = exact_mode.toolkit_command(shape, run_dir, base, envs[0], keep, toolkit)
         return Launch(started.argv, launch.pod_env(), "hosts", pids.outside_ids, (started.spec_fd,))

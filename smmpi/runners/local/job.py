@@ -131,13 +131,18 @@ def _new_record(request: Mapping[str, Any], name: str, run_dir: Path) -> dict[st
 
 
 def _lay_out(
-    request: Mapping[str, Any], source: bytes, region: str | None, checkpoints: Path | None
+    request: Mapping[str, Any],
+    source: bytes | None,
+    region: str | None,
+    checkpoints: Path | None,
 ) -> Callable[[HostDirs], None]:
-    """What goes into each host's tree: the unpacked source, the checkpoints, every channel."""
+    """What goes into each host's tree: the unpacked source (None: the toolkit unpacks it
+    itself, exact mode), the checkpoints, every channel."""
     channel_specs = {str(c["ChannelName"]): c for c in request.get("InputDataConfig") or []}
 
     def lay_out(dirs: HostDirs) -> None:
-        extract(source, dirs.code, links=True)
+        if source is not None:
+            extract(source, dirs.code, links=True)
         restore_checkpoints(request, dirs, checkpoints)
         for channel_name, spec in channel_specs.items():
             target = dirs.channel(channel_name)
@@ -214,10 +219,12 @@ def run_request(
     name = check_job_name(shape.job_name)
     mode, why_not_hosts = isolation.choose(options.isolation, shape.instances)
     if options.exact:
-        exact.check(options.isolation, shape.instances)
+        exact.check(options.isolation, shape.instances, shape.image)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
     check_timeout(options.timeout)
     check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
+    if options.exact:
+        exact.prepare(shape.image, say)  # the toolkit's environment, built once
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
     start = time.monotonic()
@@ -238,7 +245,7 @@ def run_request(
     if mode == "processes":
         say(isolation.differs(why_not_hosts))
     if options.exact:
-        say(exact.first_line())
+        say(exact.first_line(shape.image))
     log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
     with isolation.watching_opt_ml(mode, say):
         result = execute(
@@ -283,7 +290,11 @@ def _prepare(
         on_start(record)
     hps_json = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
     checkpoints = seed_checkpoints(request, folder)
-    prepare_hosts(shape, run_dir, _lay_out(request, source, options.region, checkpoints), hps_json)
+    unpacked: bytes | None = source
+    if options.exact and exact.uses_toolkit(shape.image):  # the toolkit fetches the code
+        hps_json, unpacked = exact.stage_code(run_dir, source, hps_json), None
+    lay_out = _lay_out(request, unpacked, options.region, checkpoints)
+    prepare_hosts(shape, run_dir, lay_out, hps_json)
     code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
     extra_paths = requirements(code, folder, options.install_requirements, options.progress)
     record.update(SecondaryStatus="Training", TrainingStartTime=_now())
