@@ -13,8 +13,10 @@ with sagemaker-training's other dependencies resolved beside it: the layering th
 own toolkit environments use (``make .venv-toolkit/.installed .toolkit-tf/.installed``).
 
 ``$SMMPI_TOOLKIT_VENV`` (PyTorch images, and a bare ``smmpi run``) and ``$SMMPI_TOOLKIT_TF``
-(TensorFlow images) name environments already built instead; ``SMMPI_TOOLKIT_VENV=none``
-turns the toolkit off (exact mode then runs the container's mpirun line, with sshd only).
+(TensorFlow images; folders layered over ``$SMMPI_TOOLKIT_VENV`` when both are set, as
+``make .toolkit-tf/.installed`` builds them) name environments already built instead;
+``SMMPI_TOOLKIT_VENV=none`` turns the toolkit off (exact mode then runs the container's
+mpirun line, with sshd only).
 """
 
 from __future__ import annotations
@@ -136,9 +138,13 @@ def sources(image: str) -> tuple[Path, ...] | None:
     toolkit = toolkit_of(image)
     variable = TF if toolkit.framework == "tensorflow" else VENV
     named = os.environ.get(variable)
-    if named:
-        return _named(variable, named)
-    return (built_folder(toolkit) / "site",)
+    if not named:
+        return (built_folder(toolkit) / "site",)
+    sites = _named(variable, named)
+    under = os.environ.get(VENV)
+    if variable == TF and under:  # layered as `make .toolkit-tf` builds it: 4.8.3 over the venv
+        sites += _named(VENV, under)
+    return sites
 
 
 def version_in(sites: tuple[Path, ...]) -> str:
