@@ -100,7 +100,14 @@ TOOLKIT_ONLY = {
     "TPU_ML_PLATFORM_VERSION",
 }
 #: Values that differ, each for a reason docs/TOOLKIT.md gives.
-TOOLKIT_VALUES = {"OMPI_ARGV", "PATH", "PYTHONPATH", "SM_NUM_CPUS", "SM_TRAINING_ENV"}
+TOOLKIT_VALUES = {
+    "OMPI_ARGV",
+    "PATH",
+    "PYTHONPATH",
+    "SM_MODULE_DIR",
+    "SM_NUM_CPUS",
+    "SM_TRAINING_ENV",
+}
 
 
 def test_ranks_observe_the_fast_modes_start_but_for_the_documented_differences(

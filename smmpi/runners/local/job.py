@@ -51,6 +51,7 @@ from smmpi.runners.local.container_files import (
     tar_output_data,
     write_status_files,
 )
+from smmpi.runners.local.entry import check_request_entry
 from smmpi.runners.local.inputs import copy_channel
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
@@ -220,6 +221,8 @@ def run_request(
     mode, why_not_hosts = isolation.choose(options.isolation, shape.instances)
     if options.exact:
         exact.check(options.isolation, shape.instances, shape.image)
+    if not (options.exact and exact.uses_toolkit(shape.image)):  # else the toolkit decides
+        check_request_entry(shape.script, source)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
     check_timeout(options.timeout)
     check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate

@@ -108,7 +108,8 @@ def _toolkit_failure(run: Run) -> str | None:
     for host in run.shape.hosts:
         path = host_dirs(run.run_dir, host).failure
         with contextlib.suppress(OSError, UnicodeDecodeError):
-            text = " ".join(path.read_text(encoding="utf-8").split())
+            text = path.read_text(encoding="utf-8").split('\nCommand "', 1)[0]  # its argv
+            text = " ".join(text.split())
             if text:
                 return printable(f"{host}'s toolkit failed: {text[:_FAILURE_CHARS]}")
     return None
