@@ -61,6 +61,8 @@ def test_exact_mode_builds_the_toolkit_once_and_reuses_it(
     assert processes_left(str(tmp_path)) == []
     # the next run finds it: nothing to build, nothing changed
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SMMPI_TOOLKIT_VENV", raising=False)
+    monkeypatch.delenv("SMMPI_TOOLKIT_TF", raising=False)
     said: list[str] = []
     toolkits.ensure("", said.append)
     assert said == []
