@@ -26,6 +26,7 @@ PYTHON = ".".join(map(str, sys.version_info[:3]))
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     env = base_env(tmp_path)
     env.pop("SMMPI_ISOLATION", None)
     (tmp_path / "tmp").mkdir(exist_ok=True)
