@@ -246,3 +246,20 @@ def test_a_worker_whose_sshd_was_killed(tmp_path: Path) -> None:
     assert _said(exact.stdout) == {**done, 3: sorted(["done", "3", "killed-sshd"])}
     # algo-1 cannot write algo-2's status file through ssh any more; the job still completes
     assert "Failed to create status file onto algo-2" in exact.stderr
+
+
+def test_a_request_naming_a_dot_folder_is_refused_as_the_toolkit_refuses_it(
+    tmp_path: Path,
+) -> None:
+    """sagemaker-training 5.x refuses a ``.`` or ``..`` segment too (the pattern alone allows
+    them): the fast mode refuses such a request before anything runs."""
+    program = write(tmp_path / "program.py", "print('ran')\n")
+    for name in ("../train.py", "./train.py", "src/../train.py"):
+        fast = _request(tmp_path, name, program, False)
+        assert fast.returncode == 2, name
+        assert fast.stderr.strip().splitlines() == [
+            f"smmpi: invalid HyperParameters.sagemaker_program: '{name}'; allowed: a file name "
+            "matching [A-Za-z0-9._][A-Za-z0-9._+-]* with no . or .. folder (the SageMaker "
+            "container refuses others)"
+        ]
+    assert not (tmp_path / "fast" / "jobs").exists()
