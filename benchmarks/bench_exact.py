@@ -107,12 +107,14 @@ def toolkit_split(framework: str) -> dict[str, float]:
     stamps = _stamps(stderr)
     first = stamps[0][0] if stamps else began
     ended = next((t for t, ln in stamps if "Begin writing status file" in ln), first)
+    last = stamps[-1][0] if stamps else ended
     return {
         "wall": seconds,
         "minus_sleep": seconds - TOOLKIT_SLEEP,
         "start": first - began,
         "to_mpirun_end": ended - first,
-        "tail": began + seconds - ended,
+        "tail": last - ended,
+        "after_train": began + seconds - last,
     }
 
 
@@ -148,7 +150,8 @@ def main() -> None:
             f"{TOOLKIT_SLEEP:.0f} s sleep {med['minus_sleep']:.1f} s = "
             f"{med['minus_sleep'] / base:.1f}x fast ({base:.2f} s; target <= 1.5x); "
             f"start {med['start']:.1f} s, to mpirun's end {med['to_mpirun_end']:.1f} s, "
-            f"tail {med['tail']:.1f} s"
+            f"status files and sleep {med['tail']:.1f} s, after train's last line "
+            f"{med['after_train']:.1f} s"
         )
 
 
