@@ -137,7 +137,8 @@ def test_a_requirements_txt_that_does_not_install(tmp_path: Path) -> None:
     assert exact.returncode == 1
     assert pip_says in exact.stderr  # the same pip, the same words
     assert _last(exact).startswith(
-        'smmpi: algo-1\'s toolkit failed: InstallRequirementsError: ExitCode 1 ErrorMessage ""'
+        "smmpi: algo-1's /opt/ml/output/failure: InstallRequirementsError: ExitCode 1 "
+        'ErrorMessage ""'
     ), exact.stderr
     assert _failure(tmp_path, "exact").startswith("InstallRequirementsError:\nExitCode 1\n")
     assert "ran" not in exact.stdout
@@ -165,7 +166,7 @@ def test_a_setup_py_needs_pypi_under_the_toolkit(tmp_path: Path) -> None:
     exact = _submit(tmp_path, code, "train.py", True)
     assert exact.returncode == 1
     assert "when installing build dependencies" in exact.stderr
-    assert _last(exact).startswith("smmpi: algo-1's toolkit failed: InstallModuleError:")
+    assert _last(exact).startswith("smmpi: algo-1's /opt/ml/output/failure: InstallModuleError:")
 
 
 def test_a_shell_script_entry_point_runs_under_mpi_with_the_toolkit_only(tmp_path: Path) -> None:
@@ -198,7 +199,7 @@ def test_an_entry_name_the_toolkit_refuses(tmp_path: Path) -> None:
     exact = _request(tmp_path, "-bad.py", program, True)
     assert exact.returncode == 1
     assert _last(exact).startswith(
-        "smmpi: algo-1's toolkit failed: The training entry point '-bad.py' "
+        "smmpi: algo-1's /opt/ml/output/failure: The training entry point '-bad.py' "
         "cannot be used because it contains a leading '-'"
     ), exact.stderr
     assert "ran" not in exact.stdout

@@ -101,8 +101,8 @@ def _crashed(ends: Ends, rank: int) -> bool:
     return end is not None and end.signal in _CRASHES
 
 
-def _toolkit_failure(run: Run) -> str | None:
-    """Exact mode: the toolkit's own ``/opt/ml/output/failure`` (what SageMaker puts in
+def _container_failure(run: Run) -> str | None:
+    """The container's ``/opt/ml/output/failure`` (what SageMaker puts in
     FailureReason), when it failed before any rank did (a requirements.txt that does not
     install, an entry point it refuses); one line, the first instance's that has one."""
     for host in run.shape.hosts:
@@ -111,7 +111,7 @@ def _toolkit_failure(run: Run) -> str | None:
             text = path.read_text(encoding="utf-8").split('\nCommand "', 1)[0]  # its argv
             text = " ".join(text.split())
             if text:
-                return printable(f"{host}'s toolkit failed: {text[:_FAILURE_CHARS]}")
+                return printable(f"{host}'s /opt/ml/output/failure: {text[:_FAILURE_CHARS]}")
     return None
 
 
@@ -131,7 +131,7 @@ def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
         if first is not None:
             found = Blame(first, f"failed: {scan.reason(first)}")
     if found is None:
-        result.reason = _toolkit_failure(run) or (
+        result.reason = _container_failure(run) or (
             f"mpirun exited with code {run.code}" + path_hint(run.shape.environment, run.code)
         )
         return
