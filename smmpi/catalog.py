@@ -175,6 +175,19 @@ class Program:
             copy_regular(src, target, field, CODE_MAX_BYTES)
 
 
+def check_container_entry(script: str, field: str) -> None:
+    """BadInput unless the container's toolkit accepts ``script`` as its entry point's name
+    (sagemaker-training 5.x ``process.validate_entry_point``: the pattern, no ``.``/``..``)."""
+    segments = script.split("/")
+    if not _CONTAINER_ENTRY_RE.match(script) or any(s in (".", "..") for s in segments):
+        raise BadInput(
+            field,
+            script,
+            "a file name matching [A-Za-z0-9._][A-Za-z0-9._+-]* with no . or .. folder "
+            "(the SageMaker container refuses others)",
+        )
+
+
 def _ships(path: Path, rel: Path) -> bool:
     """Whether a source dir entry ships: a regular file (through a link too) does; a folder
     or a link that leads nowhere does not; a FIFO, socket or device is refused (reading one
@@ -258,13 +271,7 @@ def resolve(entry: str, source_dir: str | Path | None = None) -> Program:
             raise BadInput("ENTRY", entry, f"a file inside source_dir {src}") from None
     else:
         src, script = path.parent, path.name
-    if not _CONTAINER_ENTRY_RE.match(script):
-        raise BadInput(
-            "ENTRY",
-            script,
-            "a file name matching "
-            "[A-Za-z0-9._][A-Za-z0-9._+-]* (the SageMaker container refuses others)",
-        )
+    check_container_entry(script, "ENTRY")
     program = Program(path.stem, script, src, packaged=False, whole_dir=source_dir is not None)
     program.manifest()  # an unreadable file is bad input now, not a traceback at upload
     return program

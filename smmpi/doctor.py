@@ -252,7 +252,7 @@ def _bucket_check(session: Any, quick: Any) -> Check:
 def isolation_check() -> Check:
     """Whether local runs can make each instance a host of its own, and why not."""
     from smmpi.runners.hosts.launch import needs_user_namespace, unavailable_reason
-    from smmpi.runners.local.isolation import open_mpi_4_reason
+    from smmpi.runners.local.modes import open_mpi_4_reason
 
     reason = open_mpi_4_reason() or unavailable_reason()
     if reason is None:

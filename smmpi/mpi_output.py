@@ -18,6 +18,11 @@ from typing import Any
 
 _ABORT_RE = re.compile(r"MPI_ABORT was invoked on rank (?P<rank>\d+) in communicator")
 _ERRORCODE_RE = re.compile(r"^\s*(?:Errorcode: |with errorcode )(?P<code>-?\d+)")  # OMPI 5, 4
+# mpirun's note on the first process that ended with a non-zero status (when no rank record
+# says so: exact mode, where the toolkit, not smmpi, builds the line):
+#   "  Process name: [[62834,1],1]" then "  Exit code:    137"
+_PROCESS_RE = re.compile(r"\s*Process name:\s*\[\[\d+,\d+\],(?P<rank>\d+)\]")
+_EXIT_CODE_RE = re.compile(r"\s*Exit code:\s*(?P<code>\d+)\s*$")
 _EXIT_RE = re.compile(
     r"(?:process rank|rank) (?P<rank>\d+) with PID \d+ on node \S+ exited on\s+signal (?P<sig>\d+)"
 )
@@ -208,6 +213,8 @@ class FailureScan:
     aborted_rank: int | None = None
     abort_code: int | None = None
     signalled: dict[int, int] = field(default_factory=dict)
+    exited: dict[int, int] = field(default_factory=dict)  # mpirun's "first process to do so"
+    _process: int | None = None  # the rank of mpirun's last "Process name:" line
     hosts: dict[int, str] = field(default_factory=dict)  # rank -> host, when tags name it
     _in_traceback: dict[int, bool] = field(default_factory=dict)
 
@@ -252,6 +259,13 @@ class FailureScan:
         m = _EXIT_RE.search(text)
         if m:
             self.signalled.setdefault(int(m["rank"]), int(m["sig"]))
+        m = _PROCESS_RE.match(text)
+        if m:
+            self._process = int(m["rank"])
+        m = _EXIT_CODE_RE.match(text)
+        if m and self._process is not None:
+            self.exited.setdefault(self._process, int(m["code"]))
+            self._process = None
 
     def feed_tagged(self, tagged: Tagged) -> None:
         """One whole line a rank wrote (as :class:`LineAssembler` rebuilds them)."""
@@ -283,7 +297,7 @@ class FailureScan:
             return self.aborted_rank
         if self.signalled:
             return min(self.signalled)
-        return None
+        return next(iter(self.exited), None)
 
     def reason(self, rank: int) -> str:
         if rank in self.exceptions:
@@ -292,6 +306,8 @@ class FailureScan:
             return f"exit code {self.abort_code} (MPI_Abort)"
         if rank in self.signalled:
             return f"killed by signal {self.signalled[rank]}"
+        if rank in self.exited:
+            return f"exit code {self.exited[rank]}"
         return "exited abnormally"
 
 

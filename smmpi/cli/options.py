@@ -87,8 +87,9 @@ ISOLATION_HELP = (
 
 EXACT_HELP = (
     "Exact mode (isolated hosts, as root, with openssh-server): a real sshd on port 22 of "
-    "every instance, and mpirun reaches the workers through ssh, as in the container; with "
-    "SMMPI_TOOLKIT_VENV (a venv with sagemaker-training), every instance runs its `train`."
+    "every instance, and every instance runs the image's sagemaker-training toolkit (built "
+    "once under ~/.smmpi/toolkits; SMMPI_TOOLKIT_VENV/SMMPI_TOOLKIT_TF name one, "
+    "SMMPI_TOOLKIT_VENV=none runs mpirun through ssh without it), as in the container."
 )
 
 

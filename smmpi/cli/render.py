@@ -23,7 +23,7 @@ def plan_channels(request: Mapping[str, Any]) -> dict[str, str]:
 
 def local_mode() -> str:
     """The isolation ``submit --local`` would use here (``auto`` resolved on this machine)."""
-    from smmpi.runners.local.isolation import choose
+    from smmpi.runners.local.modes import choose
 
     return choose(None)[0]
 

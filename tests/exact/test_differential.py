@@ -44,7 +44,7 @@ def _normalised(value: Any, run_dir: str) -> Any:
 
 
 def _views(tmp_path: Path, name: str, exact: bool) -> dict[int, dict[str, Any]]:
-    env = base_env(tmp_path)
+    env = {**base_env(tmp_path), "SMMPI_TOOLKIT_VENV": "none"}  # exact mode: sshd only
     env.pop("SMMPI_ISOLATION", None)
     tmp = tmp_path / name
     tmp.mkdir()
@@ -97,7 +97,7 @@ FAILING = {
 
 
 def _ending(tmp_path: Path, name: str, exact: bool) -> tuple[int, str]:
-    env = base_env(tmp_path)
+    env = {**base_env(tmp_path), "SMMPI_TOOLKIT_VENV": "none"}  # exact mode: sshd only
     env.pop("SMMPI_ISOLATION", None)
     program = tmp_path / f"{name}.py"
     if not program.exists():

@@ -17,7 +17,14 @@ def _env(tmp_path: Path) -> dict[str, str]:
     env = base_env(tmp_path)
     (tmp_path / "tmp").mkdir()
     env.pop("SMMPI_ISOLATION", None)
-    return {**env, "TMPDIR": str(tmp_path / "tmp"), "SMMPI_LOCAL_JOBS": str(tmp_path / "jobs")}
+    jobs = str(tmp_path / "jobs")
+    # exact mode without the toolkit: sshd on every instance, the container's mpirun line
+    return {
+        **env,
+        "TMPDIR": str(tmp_path / "tmp"),
+        "SMMPI_LOCAL_JOBS": jobs,
+        "SMMPI_TOOLKIT_VENV": "none",
+    }
 
 
 def test_timeout_dumps_every_ranks_stack(tmp_path: Path) -> None:

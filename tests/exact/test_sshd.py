@@ -30,7 +30,8 @@ def _env(tmp_path: Path) -> dict[str, str]:
     env = base_env(tmp_path)
     (tmp_path / "tmp").mkdir()
     env.pop("SMMPI_ISOLATION", None)
-    return {**env, "TMPDIR": str(tmp_path / "tmp")}
+    # exact mode without the toolkit: sshd on every instance, the container's mpirun line
+    return {**env, "TMPDIR": str(tmp_path / "tmp"), "SMMPI_TOOLKIT_VENV": "none"}
 
 
 def _views(stdout: str) -> dict[int, dict[str, Any]]:

@@ -16,13 +16,16 @@ from tests.helpers import ROOT, base_env, processes_left, smmpi, write
 
 PROBE = Path(__file__).with_name("probe_view.py")
 VENV = os.environ.get("SMMPI_TOOLKIT_VENV", str(ROOT / ".venv-toolkit"))
+#: The TensorFlow images' sagemaker-training 4.8.3, layered over VENV (make .toolkit-tf).
+TF = os.environ.get("SMMPI_TOOLKIT_TF", str(ROOT / ".toolkit-tf"))
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
     env = base_env(tmp_path)
     (tmp_path / "tmp").mkdir()
     env.pop("SMMPI_ISOLATION", None)
-    return {**env, "TMPDIR": str(tmp_path / "tmp"), "SMMPI_TOOLKIT_VENV": VENV}
+    toolkits = {"SMMPI_TOOLKIT_VENV": VENV, "SMMPI_TOOLKIT_TF": TF}
+    return {**env, "TMPDIR": str(tmp_path / "tmp"), **toolkits}
 
 
 def _algo_1(tmp_path: Path) -> Path:
@@ -78,7 +81,7 @@ def test_a_toolkit_venv_without_the_toolkit_is_refused_before_anything_runs(
     assert done.returncode == 2
     assert done.stderr.strip() == (
         f"smmpi: invalid SMMPI_TOOLKIT_VENV: '{tmp_path}'; "
-        "allowed: a venv with sagemaker-training installed"
+        "allowed: a venv with sagemaker-training installed, or none (sshd only)"
     )
     assert list((tmp_path / "tmp").iterdir()) == []
 
@@ -97,7 +100,14 @@ TOOLKIT_ONLY = {
     "TPU_ML_PLATFORM_VERSION",
 }
 #: Values that differ, each for a reason docs/TOOLKIT.md gives.
-TOOLKIT_VALUES = {"OMPI_ARGV", "PATH", "PYTHONPATH", "SM_NUM_CPUS", "SM_TRAINING_ENV"}
+TOOLKIT_VALUES = {
+    "OMPI_ARGV",
+    "PATH",
+    "PYTHONPATH",
+    "SM_MODULE_DIR",
+    "SM_NUM_CPUS",
+    "SM_TRAINING_ENV",
+}
 
 
 def test_ranks_observe_the_fast_modes_start_but_for_the_documented_differences(
@@ -110,6 +120,7 @@ def test_ranks_observe_the_fast_modes_start_but_for_the_documented_differences(
         env = _env(tmp_path / name)
         if not exact:
             env.pop("SMMPI_TOOLKIT_VENV")
+            env.pop("SMMPI_TOOLKIT_TF")
         argv = ["run", str(PROBE), "-N", "2", "-n", "2", "--keep", *(["--exact"] * exact)]
         done = smmpi(argv, env, timeout=300)
         assert done.returncode == 0, done.stderr

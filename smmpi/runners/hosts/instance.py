@@ -45,6 +45,7 @@ class Instance:
     first_pid: int = 0  # the first process id inside the instance (0: the kernel's choice)
     ssh_keys: str = ""  # exact mode: the run's keys (sshd.py), and sshd on port 22; "": none
     ssh_log: str = ""  # where this instance's sshd logs; "": the instance's command starts it
+    own_copies: tuple[str, ...] = ()  # folders of ``keep`` this instance has a copy of its own
 
 
 def _rebind(root_fd: int, root: str, entries: list[str], skip: str) -> None:
@@ -152,6 +153,18 @@ def private_folder(root: str, keep: Sequence[str]) -> None:
         os.close(old)
 
 
+def own_copy(path: str) -> None:
+    """``path`` (a folder): this instance's own copy of it, in a tmpfs over it, so that what a
+    process writes there stays in this instance."""
+    old = os.open(path, _OPEN_DIR)
+    try:
+        mode = f"mode={stat.S_IMODE(os.fstat(old).st_mode):o}"
+        kernel.mount("tmpfs", path, "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV, mode)
+        shutil.copytree(f"/proc/self/fd/{old}", path, symlinks=True, dirs_exist_ok=True)
+    finally:
+        os.close(old)
+
+
 def _overlay_etc(old: int, files: list[str], hosts: bytes) -> bool | None:
     """/etc as an overlay of the machine's: True; None if refused; False if it may not be
     written (a user namespace's root may not write the files it does not own)."""
@@ -239,6 +252,8 @@ def set_up(instance: Instance) -> None:
         worker_environment(instance.opt_ml)
     for root in PRIVATE:
         private_folder(root, instance.keep)
+    for path in instance.own_copies:
+        own_copy(path)
     if instance.ssh_keys:
         private_folder("/run", instance.keep)  # a container's own /run (sshd's /run/sshd)
         # the toolkit writes /etc/environment itself where it starts sshd (no ssh_log)

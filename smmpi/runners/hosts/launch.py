@@ -72,6 +72,10 @@ class Pod:
     # Exact mode: what each worker (algo-2..N) runs at start, as algo-1 runs the command
     # (the container's own start); empty: the workers run nothing but sshd.
     worker_argv: tuple[str, ...] = ()
+    # Folders (among ``keep``) each instance gets its own copy of, in a tmpfs: what a process
+    # writes there stays in its instance (exact mode's toolkit interpreter, where the
+    # toolkit pip-installs the code's requirements, as into a container's own image).
+    own_copies: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,7 @@ def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> di
         "ssh_keys": str(keys) if pod.exact else None,
         "worker_argv": list(pod.worker_argv),
         "keep": _kept(pod),
+        "own_copies": sorted({os.path.realpath(p) for p in pod.own_copies}),
         "host_env": [dict(e) for e in pod.host_env] or None,
         "records": str(pod.records) if pod.records else None,
         "argv": list(argv),

@@ -148,6 +148,7 @@ def set_up(spec: dict[str, Any]) -> list[Holder]:
             k * _pid_stride(len(hosts)),
             spec.get("ssh_keys") or "",
             _sshd_log(spec, name),
+            tuple(spec.get("own_copies") or ()),
         )
         for k, name in enumerate(hosts, start=1)
     ]

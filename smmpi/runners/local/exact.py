@@ -14,6 +14,7 @@ Exact mode needs isolated hosts (Linux namespaces, Open MPI 4), root, and Debian
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sys
@@ -23,7 +24,9 @@ import venv
 from pathlib import Path
 
 from smmpi.errors import BadInput
+from smmpi.runners.base import Progress
 from smmpi.runners.hosts import launch, sshd
+from smmpi.runners.local import modes, toolkits
 from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
 from smmpi.toolkit.container import start_env
 from smmpi.toolkit.shape import JobShape
@@ -37,15 +40,13 @@ FIRST_LINE = (
 
 def unavailable_reason(instances: int = 1) -> str | None:
     """None when exact mode can run here; else one line saying what is missing."""
-    from smmpi.runners.local import isolation
-
     if os.geteuid() != 0:
         return "exact mode runs sshd as the instances' root: run smmpi as root"
     missing = sshd.missing()
     if missing:
         return missing
     try:
-        mode, why = isolation.choose("auto", instances)
+        mode, why = modes.choose("auto", instances)
     except BadInput as err:
         return str(err)
     if mode != "hosts":
@@ -53,7 +54,7 @@ def unavailable_reason(instances: int = 1) -> str | None:
     return None
 
 
-def check(isolation_mode: str | None, instances: int) -> None:
+def check(isolation_mode: str | None, instances: int, image: str = "") -> None:
     """Refuse ``--exact`` (BadInput, exit 2) where it cannot run, before anything is created."""
     if isolation_mode == "processes" or (
         isolation_mode is None and os.environ.get("SMMPI_ISOLATION") == "processes"
@@ -62,41 +63,47 @@ def check(isolation_mode: str | None, instances: int) -> None:
     reason = unavailable_reason(instances)
     if reason:
         raise BadInput(FIELD, True, f"a machine where it can run ({reason})")
-    toolkit_source()  # a $SMMPI_TOOLKIT_VENV without the toolkit is refused here, too
+    toolkits.sources(image)  # a $SMMPI_TOOLKIT_VENV without the toolkit is refused here, too
 
 
-#: The toolkit's environment: a venv holding ``sagemaker-training`` and the image's framework
-#: toolkit (``sagemaker-pytorch-training``), e.g. the one ``make .venv-toolkit`` builds.
-TOOLKIT_VENV = "SMMPI_TOOLKIT_VENV"
+def prepare(image: str, progress: Progress) -> None:
+    """Build (once) the toolkit's environment for ``image``: call after every check of the
+    input and before anything of the run is created (a failure is one line, exit 1)."""
+    toolkits.ensure(image, progress)
+
+
+def uses_toolkit(image: str) -> bool:
+    """Whether exact mode runs the container's start (the toolkit's ``train``) for ``image``."""
+    return toolkits.sources(image) is not None
+
+
+TOOLKIT_VENV = toolkits.VENV
 TOOLKIT_LINE = (
     "smmpi: exact mode: every instance runs the container's start, the sagemaker-training "
-    "toolkit's `train` (from {venv}), with a real sshd; the toolkit's own waits add about "
-    "30-60 s"
+    "toolkit's `train` ({version}, from {where}), with a real sshd; the toolkit's own waits "
+    "add about 30-60 s"
 )
 PYTORCH_MODULE = "sagemaker_pytorch_container.training:main"
 
 
-def toolkit_source() -> Path | None:
-    """The venv named by ``$SMMPI_TOOLKIT_VENV`` when it holds the toolkit, else None."""
-    named = os.environ.get(TOOLKIT_VENV)
-    if not named:
-        return None
-    found = sorted(Path(named).glob("lib/python3*/site-packages/sagemaker_training"))
-    if not found:
-        raise BadInput(TOOLKIT_VENV, named, "a venv with sagemaker-training installed")
-    return found[0].parent
+def toolkit_sources(image: str = "") -> tuple[Path, ...] | None:
+    """The folders the toolkit for ``image`` imports from (first first), or None: sshd only."""
+    return toolkits.sources(image)
 
 
 def _site_packages() -> str:
     return sysconfig.get_paths()["purelib"]
 
 
-def toolkit_python(source: Path) -> Path:
+def toolkit_python(sources: tuple[Path, ...]) -> Path:
     """The interpreter ``train`` and the ranks run with: a venv of this Python that sees the
     toolkit's packages, then this environment's (mpi4py, the user's packages), through a
-    ``.pth`` file; built once per pair under ~/.smmpi/toolkits (0700) and reused."""
-    key = hashlib.sha256(f"{source}\0{_site_packages()}\0{sys.version}".encode()).hexdigest()
-    root = Path.home() / ".smmpi" / "toolkits"
+    ``.pth`` file; built once per pair under ~/.smmpi/toolkits (0700) and reused. Each
+    instance gets its own copy of it, where the toolkit's pip installs the code's
+    requirements (launch.Pod.own_copies)."""
+    named = "\0".join(map(str, sources))
+    key = hashlib.sha256(f"{named}\0{_site_packages()}\0{sys.version}".encode()).hexdigest()
+    root = toolkits.cache_root()
     venv_dir = root / key[:16]
     train = venv_dir / "bin" / "train"
     if train.is_file():
@@ -104,11 +111,11 @@ def toolkit_python(source: Path) -> Path:
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(root.parent, 0o700)
     os.chmod(root, 0o700)
-    partial = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
+    partial = Path(tempfile.mkdtemp(prefix=".python-", dir=root))
     venv.EnvBuilder(with_pip=False, symlinks=True).create(partial)
     purelib = sysconfig.get_paths(vars={"base": str(partial), "platbase": str(partial)})["purelib"]
-    lines = f"import site; site.addsitedir({str(source)!r}); site.addsitedir({_site_packages()!r})"
-    Path(purelib, "smmpi_toolkit.pth").write_text(lines + "\n")
+    added = "; ".join(f"site.addsitedir({str(p)!r})" for p in (*sources, _site_packages()))
+    Path(purelib, "smmpi_toolkit.pth").write_text(f"import site; {added}\n")
     entry = "import sys\nfrom sagemaker_training.cli.train import main\nsys.exit(main())\n"
     script = partial / "bin" / "train"
     script.write_text(f"#!{venv_dir}/bin/python3\n{entry}")
@@ -133,10 +140,15 @@ def toolkit_env(
     return env
 
 
-def first_line() -> str:
-    """The run's first line in exact mode: what runs on every instance."""
-    source = toolkit_source()
-    return FIRST_LINE if source is None else TOOLKIT_LINE.format(venv=os.environ[TOOLKIT_VENV])
+def first_line(image: str = "") -> str:
+    """The run's first line in exact mode: what runs on every instance, and from where."""
+    found = toolkit_sources(image)
+    if found is None:
+        return FIRST_LINE
+    toolkit = toolkits.toolkit_of(image)
+    named = os.environ.get(toolkits.TF if toolkit.framework == "tensorflow" else TOOLKIT_VENV)
+    where = named or f"smmpi's build in {found[0].parent}"
+    return TOOLKIT_LINE.format(version=f"{toolkits.version_in(found)}", where=where)
 
 
 _RUN_VARIABLES = ("PYTHONPATH", "SMMPI_LOCAL", "SMMPI_STACK_DIR", "OMPI_MCA_orte_tmpdir_base")
@@ -148,7 +160,7 @@ def toolkit_command(
     base: dict[str, str],
     first: dict[str, str],
     keep: tuple[Path, ...],
-    toolkit: Path,
+    toolkit: tuple[Path, ...],
 ) -> launch.Command:
     """The pod for exact mode with the toolkit: every instance runs ``train``, as the
     container starts; ``first`` is algo-1's fast-mode environment (smmpi's run variables)."""
@@ -158,10 +170,33 @@ def toolkit_command(
     envs = tuple(toolkit_env(shape, base, run_env, venv_dir) for _ in shape.hosts)
     trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
     train = str(venv_dir / "bin" / "train")
-    roots = (*keep, venv_dir, toolkit)
+    roots = (*keep, venv_dir, *toolkit)
     pod = launch.Pod(
-        tuple(shape.hosts), trees, run_dir, envs, roots, stack_dir(run_dir), True, (train,)
+        tuple(shape.hosts),
+        trees,
+        run_dir,
+        envs,
+        roots,
+        stack_dir(run_dir),
+        True,
+        (train,),
+        own_copies=(venv_dir,),
     )
     # train runs as the container's first process does: what it leaves (its sshd) goes with
     # the instance, and the instance's first process reaps orphans
     return launch.command(pod, [train], envs[0], "/")
+
+
+def stage_code(run_dir: Path, sourcedir: bytes, hyperparameters: dict[str, str]) -> dict[str, str]:
+    """The job's code, staged for the toolkit to fetch and unpack itself into an empty
+    ``/opt/ml/code``, as on SageMaker: ``sourcedir.tar.gz`` in the run folder (which every
+    instance sees), named by the instances' ``sagemaker_submit_directory`` (the toolkit reads
+    an ``s3://`` URI, a folder or a tarball's path; the instances have no route to S3).
+    Returns the instances' ``hyperparameters.json`` values."""
+    folder = run_dir / ".smmpi" / "code"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = folder / "sourcedir.tar.gz"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(sourcedir)
+    return {**hyperparameters, "sagemaker_submit_directory": json.dumps(str(path))}

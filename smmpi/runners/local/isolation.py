@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smmpi.errors import BadInput, MPINotFound
 from smmpi.runners.base import Progress
 from smmpi.runners.hosts import argv as hosts_argv
 from smmpi.runners.hosts import launch, pids
@@ -30,14 +29,13 @@ from smmpi.runners.local import exact as exact_mode
 from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.hostfiles import rank_command, reaper_command, write_host_file
 from smmpi.runners.local.layout import SECRETS, host_dirs, launch_env, site_dir, stack_dir
-from smmpi.runners.local.mpi import Launcher, find_launcher
+from smmpi.runners.local.mpi import Launcher
 from smmpi.runners.local.opt_ml import OptMlWatch
 from smmpi.toolkit.container import host_env as container_host_env
 from smmpi.toolkit.hosts import CONTAINER_ROOT, HostDirs
 from smmpi.toolkit.mpirun import container_mpirun, program_command
 from smmpi.toolkit.shape import JobShape
 
-MODES = ("auto", "hosts", "processes")
 DIFFERS = (
     "all instances share this machine's hostname, network and literal /opt/ml; local ranks "
     "and shared memory span every instance; the container's mpirun line is translated"
@@ -66,45 +64,6 @@ class Launch:
 #: folders the instances keep from this machine) -> the pod's command (ModelTrainer's
 #: entrypoint on every instance, :mod:`.trainer`).
 ContainerStart = Callable[[JobShape, Path, dict[str, str], tuple[Path, ...]], launch.Command]
-
-
-# Above this many instances, Open MPI 4.1's TCP connections between isolated instances on one
-# machine fail ("connect() ... failed: Operation now in progress"): 64 ran, 128 did not.
-HOSTS_MAX = 64
-
-
-def choose(requested: str | None, instances: int = 1) -> tuple[str, str | None]:
-    """The mode that will run, and why not ``hosts`` when it is ``processes`` (or None).
-
-    ``requested`` is ``--isolation``, else ``$SMMPI_ISOLATION``, else ``auto``.
-    """
-    mode = requested or os.environ.get("SMMPI_ISOLATION") or "auto"
-    if mode not in MODES:
-        raise BadInput("isolation", mode, " | ".join(MODES))
-    if mode == "processes":
-        return mode, "asked for"
-    if instances > HOSTS_MAX:
-        if mode == "hosts":
-            raise BadInput("isolation", mode, f"auto or processes above {HOSTS_MAX} instances")
-        return "processes", f"isolated hosts run at most {HOSTS_MAX} instances"
-    reason = open_mpi_4_reason() or launch.quick_reason()
-    if reason is None:
-        return "hosts", None
-    if mode == "hosts":
-        raise BadInput("isolation", mode, f"auto or processes on this machine ({reason})")
-    return "processes", reason
-
-
-def open_mpi_4_reason() -> str | None:
-    """Isolated hosts run the container's Open MPI 4 line: None when mpirun here is Open MPI 4."""
-    try:
-        launcher = find_launcher()
-    except MPINotFound:
-        return None  # the run's own preflight says so, in its words
-    if launcher.implementation == "openmpi" and launcher.major == 4:
-        return None
-    found = f"{launcher.implementation} {launcher.major or ''}".strip()
-    return f"the container's line needs Open MPI 4; mpirun here is {found} ({launcher.mpirun})"
 
 
 def label(mode: str) -> str:
@@ -213,7 +172,7 @@ def _hosts(
         {**base, **_host_env(shape, run_dir, h, extra_env, extra_paths)} for h in shape.hosts
     )
     trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
-    toolkit = exact_mode.toolkit_source() if exact else None
+    toolkit = exact_mode.toolkit_sources(shape.image) if exact else None
     if toolkit is not None:
         started = exact_mode.toolkit_command(shape, run_dir, base, envs[0], keep, toolkit)
         return Launch(started.argv, launch.pod_env(), "hosts", pids.outside_ids, (started.spec_fd,))

@@ -41,7 +41,7 @@ from smmpi.ops.local_jobs import (
     write_private,
 )
 from smmpi.runners.base import RunOptions
-from smmpi.runners.local import exact, isolation
+from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.container_files import (
     checkpoint_uri,
@@ -51,6 +51,7 @@ from smmpi.runners.local.container_files import (
     tar_output_data,
     write_status_files,
 )
+from smmpi.runners.local.entry import check_request_entry
 from smmpi.runners.local.inputs import copy_channel
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
@@ -131,13 +132,18 @@ def _new_record(request: Mapping[str, Any], name: str, run_dir: Path) -> dict[st
 
 
 def _lay_out(
-    request: Mapping[str, Any], source: bytes, region: str | None, checkpoints: Path | None
+    request: Mapping[str, Any],
+    source: bytes | None,
+    region: str | None,
+    checkpoints: Path | None,
 ) -> Callable[[HostDirs], None]:
-    """What goes into each host's tree: the unpacked source, the checkpoints, every channel."""
+    """What goes into each host's tree: the unpacked source (None: the toolkit unpacks it
+    itself, exact mode), the checkpoints, every channel."""
     channel_specs = {str(c["ChannelName"]): c for c in request.get("InputDataConfig") or []}
 
     def lay_out(dirs: HostDirs) -> None:
-        extract(source, dirs.code, links=True)
+        if source is not None:
+            extract(source, dirs.code, links=True)
         restore_checkpoints(request, dirs, checkpoints)
         for channel_name, spec in channel_specs.items():
             target = dirs.channel(channel_name)
@@ -212,12 +218,16 @@ def run_request(
     say = options.progress
     shape = shape_from_request(request)
     name = check_job_name(shape.job_name)
-    mode, why_not_hosts = isolation.choose(options.isolation, shape.instances)
+    mode, why_not_hosts = modes.choose(options.isolation, shape.instances)
     if options.exact:
-        exact.check(options.isolation, shape.instances)
+        exact.check(options.isolation, shape.instances, shape.image)
+    if not (options.exact and exact.uses_toolkit(shape.image)):  # else the toolkit decides
+        check_request_entry(shape.script, source)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
     check_timeout(options.timeout)
     check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
+    if options.exact:
+        exact.prepare(shape.image, say)  # the toolkit's environment, built once
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
     start = time.monotonic()
@@ -238,7 +248,7 @@ def run_request(
     if mode == "processes":
         say(isolation.differs(why_not_hosts))
     if options.exact:
-        say(exact.first_line())
+        say(exact.first_line(shape.image))
     log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
     with isolation.watching_opt_ml(mode, say):
         result = execute(
@@ -283,7 +293,11 @@ def _prepare(
         on_start(record)
     hps_json = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
     checkpoints = seed_checkpoints(request, folder)
-    prepare_hosts(shape, run_dir, _lay_out(request, source, options.region, checkpoints), hps_json)
+    unpacked: bytes | None = source
+    if options.exact and exact.uses_toolkit(shape.image):  # the toolkit fetches the code
+        hps_json, unpacked = exact.stage_code(run_dir, source, hps_json), None
+    lay_out = _lay_out(request, unpacked, options.region, checkpoints)
+    prepare_hosts(shape, run_dir, lay_out, hps_json)
     code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
     extra_paths = requirements(code, folder, options.install_requirements, options.progress)
     record.update(SecondaryStatus="Training", TrainingStartTime=_now())

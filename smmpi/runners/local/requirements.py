@@ -50,6 +50,7 @@ def requirements(code: Path, folder: Path, install: bool, progress: Progress) ->
         ],
         capture_output=True,
         text=True,
+        cwd=code,  # as the toolkit runs it: a relative path in the file is the code's
     )
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["pip failed"])[-1]

@@ -7,9 +7,10 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from smmpi.archives import pack
 from smmpi.catalog import Program, missing_module_hint
 from smmpi.runners.base import Runner, RunOptions
-from smmpi.runners.local import exact, isolation
+from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.job import LocalJob, run_request
 from smmpi.runners.local.layout import prepare_hosts
@@ -23,6 +24,7 @@ from smmpi.runners.local.supervise import (
     execute,
     sigterm_interrupts,
 )
+from smmpi.toolkit.environment import hyperparameters_json
 from smmpi.toolkit.shape import JobShape
 
 if TYPE_CHECKING:
@@ -43,14 +45,16 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
     one log file per rank. Rank 0 reads this process's stdin, as under mpirun.
     """
     say = options.progress
-    mode, why_not_hosts = isolation.choose(options.isolation, shape.instances)
+    mode, why_not_hosts = modes.choose(options.isolation, shape.instances)
     if options.exact:
-        exact.check(options.isolation, shape.instances)
+        exact.check(options.isolation, shape.instances, shape.image)
     preflight()  # fail on a missing MPI before creating anything
     check_timeout(options.timeout)
     check_bounds(shape, Path(tempfile.gettempdir()) / "smmpi-run-xxxxxxxx")
     code_bytes = size_of(path for path, _ in program.files())
     check_room(Path(tempfile.gettempdir()), shape, mode, code_bytes)
+    if options.exact:
+        exact.prepare(shape.image, say)  # the toolkit's environment, built once
     run_dir = Path(tempfile.mkdtemp(prefix="smmpi-run-"))
     try:
         with sigterm_interrupts():
@@ -80,7 +84,7 @@ def _run_in(
     why_not_hosts: str | None,
 ) -> RunResult:
     try:
-        prepare_hosts(shape, run_dir, lambda dirs: program.copy_to(dirs.code))
+        _lay_out(program, shape, run_dir, options.exact)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the host trees were laid out
         result = RunResult(EXIT_INTERRUPTED, "Interrupted", 0.0, run_dir, shape.world_size)
         result.reason = "interrupted before the ranks started"
@@ -93,7 +97,7 @@ def _run_in(
     if mode == "processes":
         say(isolation.differs(why_not_hosts))
     if options.exact:
-        say(exact.first_line())
+        say(exact.first_line(shape.image))
     with isolation.watching_opt_ml(mode, say):
         return execute(
             shape,
@@ -109,6 +113,17 @@ def _run_in(
             mode=mode,
             exact=options.exact,
         )
+
+
+def _lay_out(program: Program, shape: JobShape, run_dir: Path, exact_mode: bool) -> None:
+    """The code dir of every host; in exact mode with the toolkit, ``sourcedir.tar.gz`` for
+    the toolkit to unpack itself into an empty ``/opt/ml/code``, as on SageMaker."""
+    if not (exact_mode and exact.uses_toolkit(shape.image)):
+        prepare_hosts(shape, run_dir, lambda dirs: program.copy_to(dirs.code))
+        return
+    source = pack(program.files(), "source_dir" if program.whole_dir else "ENTRY")
+    hps = exact.stage_code(run_dir, source, hyperparameters_json(shape))
+    prepare_hosts(shape, run_dir, lambda dirs: None, hps)
 
 
 if TYPE_CHECKING:

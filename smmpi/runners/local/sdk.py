@@ -26,7 +26,7 @@ from smmpi.aws.record import hooked
 from smmpi.catalog import missing_module_hint
 from smmpi.errors import SmmpiError
 from smmpi.runners.base import RunOptions
-from smmpi.runners.local import isolation
+from smmpi.runners.local import modes
 from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.job import LocalJob, run_request
 from smmpi.runners.local.supervise import check_timeout
@@ -190,7 +190,7 @@ def submit_local(job: MPIJob, options: RunOptions, *, job_name: str | None = Non
     """``submit --local``: the SDK's ``fit`` with the job run here; returns the local job."""
     check_world(job.instances, job.ppn)  # before the SDK, whose errors come with a banner
     check_timeout(options.timeout)
-    isolation.choose(options.isolation, job.instances)
+    modes.choose(options.isolation, job.instances)
     built = build(job, offline=True, job_name=job_name)
     backend = LocalBackend(built, options)
     with backend.attached(), no_metadata_lookups():

@@ -18,7 +18,7 @@ from pathlib import Path
 from smmpi.mpi_output import FailureScan, Pitfall, printable
 from smmpi.runners.local.exits import Blame, Ends, signal_text
 from smmpi.runners.local.room import full_line
-from smmpi.toolkit.hosts import host_of_rank
+from smmpi.toolkit.hosts import host_dirs, host_of_rank
 from smmpi.toolkit.shape import JobShape
 
 EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 124, 130
@@ -101,6 +101,23 @@ def _crashed(ends: Ends, rank: int) -> bool:
     return end is not None and end.signal in _CRASHES
 
 
+def _container_failure(run: Run) -> str | None:
+    """The container's ``/opt/ml/output/failure`` (what SageMaker puts in
+    FailureReason), when it failed before any rank did (a requirements.txt that does not
+    install, an entry point it refuses); one line, the first instance's that has one."""
+    for host in run.shape.hosts:
+        path = host_dirs(run.run_dir, host).failure
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            text = path.read_text(encoding="utf-8").split('\nCommand "', 1)[0]  # its argv
+            text = " ".join(text.split())
+            if text:
+                return printable(f"{host}'s /opt/ml/output/failure: {text[:_FAILURE_CHARS]}")
+    return None
+
+
+_FAILURE_CHARS = 500
+
+
 def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
     """A run that failed: name the rank that failed first, its host and why."""
     result.exit_code, result.status = EXIT_FAILED, "Failed"
@@ -114,8 +131,8 @@ def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
         if first is not None:
             found = Blame(first, f"failed: {scan.reason(first)}")
     if found is None:
-        result.reason = f"mpirun exited with code {run.code}" + path_hint(
-            run.shape.environment, run.code
+        result.reason = _container_failure(run) or (
+            f"mpirun exited with code {run.code}" + path_hint(run.shape.environment, run.code)
         )
         return
     phrase = _killed_everything(ends, found, run) or found.phrase

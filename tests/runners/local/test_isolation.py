@@ -7,7 +7,8 @@ import os
 import pytest
 
 from smmpi.errors import BadInput
-from smmpi.runners.local.isolation import HOSTS_MAX, choose, sharing_cores
+from smmpi.runners.local.isolation import sharing_cores
+from smmpi.runners.local.modes import HOSTS_MAX, choose
 
 YIELD = "OMPI_MCA_mpi_yield_when_idle"
 
