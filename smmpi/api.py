@@ -21,8 +21,9 @@ from smmpi.errors import BadInput
 from smmpi.ops.settings import check_settings
 from smmpi.runners.base import Progress, RunOptions, writer
 from smmpi.runners.local.inputs import fetch_source
-from smmpi.runners.local.job import LocalJob, run_request
+from smmpi.runners.local.job import run_request
 from smmpi.runners.local.layout import passed_variables
+from smmpi.runners.local.records import LocalJob
 from smmpi.runners.local.remote import describe_remote, request_from_description
 from smmpi.runners.local.runner import run_program
 from smmpi.runners.local.sdk import local_estimator, submit_local, submit_trainer_local

@@ -52,7 +52,7 @@ from smmpi.spec.versions import DEFAULT_FRAMEWORK, FRAMEWORKS, resolve_versions
 from smmpi.spec.world import check_instances, check_ppn
 
 if TYPE_CHECKING:
-    from smmpi.runners.local.job import LocalJob
+    from smmpi.runners.local.records import LocalJob
     from smmpi.runners.plan import Plan
     from smmpi.runners.sagemaker.submit import Submission
 

@@ -19,18 +19,15 @@ describe-like record (``describe.json``) in the job's folder.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smmpi.archives import extract, tar_dirs
 from smmpi.aws.facts import check_job_name
-from smmpi.errors import BadInput
 from smmpi.ops.local_jobs import (
     configured_keep,
     create_folder,
@@ -38,13 +35,11 @@ from smmpi.ops.local_jobs import (
     prune,
     remove_folder,
     tighten,
-    write_private,
 )
-from smmpi.runners.base import RunOptions
+from smmpi.runners.base import Progress, RunOptions
 from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.container_files import (
-    checkpoint_uri,
     restore_checkpoints,
     seed_checkpoints,
     sync_checkpoints,
@@ -55,6 +50,13 @@ from smmpi.runners.local.entry import check_request_entry
 from smmpi.runners.local.inputs import copy_channel
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
+from smmpi.runners.local.records import (
+    STATUS_OF,
+    LocalJob,
+    new_record,
+    now,
+    write_record,
+)
 from smmpi.runners.local.requirements import install_package, requirements
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
 from smmpi.toolkit.hosts import HostDirs
@@ -63,72 +65,6 @@ from smmpi.toolkit.shape import JobShape, shape_from_request
 
 if TYPE_CHECKING:
     from smmpi.aws.types import Request
-
-STATUS_OF = {
-    "Completed": "Completed",
-    "Failed": "Failed",
-    "TimedOut": "Failed",
-    "Interrupted": "Stopped",
-}
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-@dataclass
-class LocalJob:
-    """A finished local job: its describe-like record and where its artifacts are."""
-
-    name: str
-    folder: Path
-    record: dict[str, Any]
-    result: RunResult
-
-    @property
-    def status(self) -> str:
-        return str(self.record["TrainingJobStatus"])
-
-    @property
-    def exit_code(self) -> int:
-        return self.result.exit_code
-
-    @property
-    def model_artifact(self) -> Path:
-        return self.folder / "model.tar.gz"
-
-    @property
-    def output_artifact(self) -> Path:
-        return self.folder / "output.tar.gz"
-
-
-def load_record(name: str) -> dict[str, Any]:
-    path = jobs_root() / name / "describe.json"
-    if not path.is_file():
-        raise BadInput("JOB", name, f"a local job under {jobs_root()}")
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
-
-
-def _write_record(folder: Path, record: dict[str, Any]) -> None:
-    write_private(folder / "describe.json", json.dumps(record, indent=2, default=str) + "\n")
-
-
-def _new_record(request: Mapping[str, Any], name: str, run_dir: Path) -> dict[str, Any]:
-    return {
-        "TrainingJobName": name,
-        "TrainingJobArn": f"local:training-job/{name}",
-        "TrainingJobStatus": "InProgress",
-        "SecondaryStatus": "Starting",
-        "CreationTime": _now(),
-        "HyperParameters": request.get("HyperParameters", {}),
-        "AlgorithmSpecification": request.get("AlgorithmSpecification", {}),
-        "ResourceConfig": request.get("ResourceConfig", {}),
-        "InputDataConfig": request.get("InputDataConfig", []),
-        "Environment": request.get("Environment", {}),
-        **({"CheckpointConfig": request["CheckpointConfig"]} if checkpoint_uri(request) else {}),
-        "LocalHostsDir": str(run_dir),
-    }
 
 
 def _lay_out(
@@ -173,7 +109,7 @@ def _conclude(
     record.update(
         TrainingJobStatus=status,
         SecondaryStatus=status,
-        TrainingEndTime=_now(),
+        TrainingEndTime=now(),
         TrainingTimeInSeconds=round(time.monotonic() - start, 3),
         BillableTimeInSeconds=0,
     )
@@ -189,7 +125,7 @@ def _conclude(
         record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
     tar_output_data(hosts, folder / "output.tar.gz")
     record["OutputArtifacts"] = (folder / "output.tar.gz").as_uri()
-    _write_record(folder, record)
+    write_record(folder, record)
     return status
 
 
@@ -218,16 +154,7 @@ def run_request(
     say = options.progress
     shape = shape_from_request(request)
     name = check_job_name(shape.job_name)
-    mode, why_not_hosts = modes.choose(options.isolation, shape.instances)
-    if options.exact:
-        exact.check(options.isolation, shape.instances, shape.image)
-    if not (options.exact and exact.uses_toolkit(shape.image)):  # else the toolkit decides
-        check_request_entry(shape.script, source)
-    preflight()  # a missing MPI is bad input: fail before the job's folder exists
-    check_timeout(options.timeout)
-    check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
-    if options.exact:
-        exact.prepare(shape.image, say)  # the toolkit's environment, built once
+    mode, why_not_hosts = _check_before_work(request, source, options, shape, name)
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
     start = time.monotonic()
@@ -240,15 +167,8 @@ def run_request(
     except BaseException:
         remove_folder(folder)  # the job never started: leave nothing stuck InProgress
         raise
-    _write_record(folder, record)
-    say(
-        f"smmpi: local job {name}: {shape.instances} emulated host(s) x {shape.ppn} "
-        f"process(es) = {shape.world_size} ranks ({shape.instance_type}, {isolation.label(mode)})"
-    )
-    if mode == "processes":
-        say(isolation.differs(why_not_hosts))
-    if options.exact:
-        say(exact.first_line(shape.image))
+    write_record(folder, record)
+    _say_start(name, shape, mode, why_not_hosts, options.exact, say)
     log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
     with isolation.watching_opt_ml(mode, say):
         result = execute(
@@ -276,6 +196,42 @@ def run_request(
     return job
 
 
+def _check_before_work(
+    request: Request, source: bytes, options: RunOptions, shape: JobShape, name: str
+) -> tuple[str, str | None]:
+    """Every check of the request and this machine, and the toolkit's environment (exact mode),
+    before the job's folder exists; returns the local mode and why not isolated hosts."""
+    mode, why_not_hosts = modes.choose(options.isolation, shape.instances)
+    if options.exact:
+        exact.check(options.isolation, shape.instances, shape.image)
+    if not (options.exact and exact.uses_toolkit(shape.image)):  # else the toolkit decides
+        check_request_entry(shape.script, source)
+    preflight()  # a missing MPI is bad input: fail before the job's folder exists
+    check_timeout(options.timeout)
+    check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
+    if options.exact:
+        exact.prepare(shape.image, options.progress)  # the toolkit's environment, built once
+    return mode, why_not_hosts
+
+
+def _say_start(
+    name: str,
+    shape: JobShape,
+    mode: str,
+    why_not_hosts: str | None,
+    exact_mode: bool,
+    say: Progress,
+) -> None:
+    say(
+        f"smmpi: local job {name}: {shape.instances} emulated host(s) x {shape.ppn} "
+        f"process(es) = {shape.world_size} ranks ({shape.instance_type}, {isolation.label(mode)})"
+    )
+    if mode == "processes":
+        say(isolation.differs(why_not_hosts))
+    if exact_mode:
+        say(exact.first_line(shape.image))
+
+
 def _prepare(
     request: Request,
     source: bytes,
@@ -287,8 +243,8 @@ def _prepare(
     """The host trees, code, channels and requirements: everything before mpirun starts."""
     run_dir = folder / "hosts"
     run_dir.mkdir()
-    record = _new_record(request, shape.job_name, run_dir)
-    _write_record(folder, record)
+    record = new_record(request, shape.job_name, run_dir)
+    write_record(folder, record)
     if on_start:
         on_start(record)
     hps_json = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
@@ -300,5 +256,5 @@ def _prepare(
     prepare_hosts(shape, run_dir, lay_out, hps_json)
     code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
     extra_paths = requirements(code, folder, options.install_requirements, options.progress)
-    record.update(SecondaryStatus="Training", TrainingStartTime=_now())
+    record.update(SecondaryStatus="Training", TrainingStartTime=now())
     return record, extra_paths

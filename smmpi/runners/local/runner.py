@@ -12,9 +12,10 @@ from smmpi.catalog import Program, missing_module_hint
 from smmpi.runners.base import Runner, RunOptions
 from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
-from smmpi.runners.local.job import LocalJob, run_request
+from smmpi.runners.local.job import run_request
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
+from smmpi.runners.local.records import LocalJob
 from smmpi.runners.local.room import check_room, size_of
 from smmpi.runners.local.supervise import (
     EXIT_INTERRUPTED,

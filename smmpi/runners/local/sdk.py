@@ -28,7 +28,8 @@ from smmpi.errors import SmmpiError
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import modes
 from smmpi.runners.local.bounds import check_world
-from smmpi.runners.local.job import LocalJob, run_request
+from smmpi.runners.local.job import run_request
+from smmpi.runners.local.records import LocalJob
 from smmpi.runners.local.supervise import check_timeout
 from smmpi.runners.local.trainer import check_trainer_run, run_trainer_request
 from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders

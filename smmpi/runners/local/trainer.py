@@ -49,9 +49,9 @@ from smmpi.runners.local.container_files import (
     tar_output_data,
 )
 from smmpi.runners.local.inputs import copy_channel
-from smmpi.runners.local.job import STATUS_OF, LocalJob, _new_record, _now, _write_record
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
+from smmpi.runners.local.records import STATUS_OF, LocalJob, new_record, now, write_record
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
 from smmpi.runners.local.trainer_pod import check_paramiko, driver_python, pod_command
 from smmpi.toolkit.hosts import HostDirs
@@ -182,7 +182,7 @@ def _conclude(
     run_dir = folder / "hosts"
     hosts = [HostDirs(run_dir / h / "opt" / "ml") for h in shape.hosts]
     status = STATUS_OF[result.status]
-    record.update(TrainingJobStatus=status, SecondaryStatus=status, TrainingEndTime=_now())
+    record.update(TrainingJobStatus=status, SecondaryStatus=status, TrainingEndTime=now())
     sync_checkpoints(request, hosts, folder)
     text = _driver_failure(run_dir)
     if result.exit_code != EXIT_OK:
@@ -193,7 +193,7 @@ def _conclude(
         record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
     tar_output_data(hosts, folder / "output.tar.gz")
     record["OutputArtifacts"] = (folder / "output.tar.gz").as_uri()
-    _write_record(folder, record)
+    write_record(folder, record)
     return text
 
 
@@ -226,18 +226,18 @@ def _prepare(
     run_dir = folder / "hosts"
     try:
         run_dir.mkdir()
-        record = _new_record(request, shape.job_name, run_dir)
-        _write_record(folder, record)
+        record = new_record(request, shape.job_name, run_dir)
+        write_record(folder, record)
         if on_start:
             on_start(record)
         hps = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
         seeded = seed_checkpoints(request, folder)
         prepare_hosts(shape, run_dir, _lay_out(request, channels, options.region, seeded), hps)
-        record.update(SecondaryStatus="Training", TrainingStartTime=_now())
+        record.update(SecondaryStatus="Training", TrainingStartTime=now())
     except BaseException:
         remove_folder(folder)  # the job never started: leave nothing stuck InProgress
         raise
-    _write_record(folder, record)
+    write_record(folder, record)
     return record
 
 

@@ -1,0 +1,81 @@
+"""A local job's record: its describe-like ``describe.json``, and what a finished one holds."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from smmpi.errors import BadInput
+from smmpi.ops.local_jobs import jobs_root, write_private
+from smmpi.runners.local.container_files import checkpoint_uri
+from smmpi.runners.local.supervise import RunResult
+
+STATUS_OF = {
+    "Completed": "Completed",
+    "Failed": "Failed",
+    "TimedOut": "Failed",
+    "Interrupted": "Stopped",
+}
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class LocalJob:
+    """A finished local job: its describe-like record and where its artifacts are."""
+
+    name: str
+    folder: Path
+    record: dict[str, Any]
+    result: RunResult
+
+    @property
+    def status(self) -> str:
+        return str(self.record["TrainingJobStatus"])
+
+    @property
+    def exit_code(self) -> int:
+        return self.result.exit_code
+
+    @property
+    def model_artifact(self) -> Path:
+        return self.folder / "model.tar.gz"
+
+    @property
+    def output_artifact(self) -> Path:
+        return self.folder / "output.tar.gz"
+
+
+def load_record(name: str) -> dict[str, Any]:
+    path = jobs_root() / name / "describe.json"
+    if not path.is_file():
+        raise BadInput("JOB", name, f"a local job under {jobs_root()}")
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def write_record(folder: Path, record: dict[str, Any]) -> None:
+    write_private(folder / "describe.json", json.dumps(record, indent=2, default=str) + "\n")
+
+
+def new_record(request: Mapping[str, Any], name: str, run_dir: Path) -> dict[str, Any]:
+    return {
+        "TrainingJobName": name,
+        "TrainingJobArn": f"local:training-job/{name}",
+        "TrainingJobStatus": "InProgress",
+        "SecondaryStatus": "Starting",
+        "CreationTime": now(),
+        "HyperParameters": request.get("HyperParameters", {}),
+        "AlgorithmSpecification": request.get("AlgorithmSpecification", {}),
+        "ResourceConfig": request.get("ResourceConfig", {}),
+        "InputDataConfig": request.get("InputDataConfig", []),
+        "Environment": request.get("Environment", {}),
+        **({"CheckpointConfig": request["CheckpointConfig"]} if checkpoint_uri(request) else {}),
+        "LocalHostsDir": str(run_dir),
+    }
