@@ -1,22 +1,23 @@
 """mpi4py's whole test suite, from its sdist, under ``smmpi run -N 2 -n 2`` and plain mpirun.
 
 Every test id and its outcome on every rank must be what plain ``mpirun --oversubscribe -np 4``
-gives; any difference fails. The suite runs as SageMaker's named pitfalls say a user must run it
-there (README, "Real programs"):
+gives. The one difference allowed is SageMaker's own, named by smmpi's last line: across two
+instances, the container's ``btl_vader_single_copy_mechanism none`` leaves one-sided MPI no
+component at mpi4py's default ``MPI_THREAD_MULTIPLE``, so the tests of ``WIN_MODULES`` that pass
+under plain mpirun end in ``MPI_ERR_WIN`` (the ``win-thread-multiple`` pitfall; its fix,
+``MPI4PY_RC_THREAD_LEVEL=serialized``, is shown by tests/faults/test_pitfalls.py). Any other
+difference fails. The suite runs as the other pitfalls say to run it on SageMaker:
 
-- ``MPI4PY_RC_THREAD_LEVEL=serialized``: the container's ``btl_vader_single_copy_mechanism
-  none`` leaves one-sided MPI no component at mpi4py's default ``MPI_THREAD_MULTIPLE``
-  (``MPI_ERR_WIN``, the ``win-thread-multiple`` pitfall; tests/faults/test_pitfalls.py);
 - ``MPI4PY_TEST_SPAWN=0``: the container's ``--host algo-k:n`` leaves Spawn no free slot
   (the ``no-free-slots`` pitfall);
 - ``TMPDIR`` is a folder every instance sees: MPI-IO opens a file collectively and Open MPI
   expects every rank to see it, but each instance (each container) has its own /tmp. With
   the instance's own /tmp, ``test_io`` hangs on SageMaker and here alike: algo-1's rank 0
-  creates the file, algo-2's ranks fail to open it and leave the collective open.
+  creates the file, algo-2's ranks fail to open it and leave the collective.
 
 To keep the suite's added time in bounds on two cores, each module runs once under smmpi:
-the compute-bound ones that no launch shapes (``PROCESSES``) in processes mode, every other
-one in isolated hosts; plain mpirun runs the whole suite once.
+the compute-bound ones that no launch shapes, and ``test_io`` (``PROCESSES``), in processes
+mode, every other one in isolated hosts; plain mpirun runs the whole suite once.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def test_mpi4py_suite_matches_plain_mpirun_per_rank(
     sagemakers = _differences(plain, here, ran)
     win = per_rank(r.stderr.splitlines())
     for rank, tests in sagemakers.items():  # each an MPI_ERR_WIN error, on this rank's output
-        assert 0 < len(tests) <= win[rank].win_errors, (rank, tests)
+        assert len(tests) <= win[rank].win_errors, (rank, tests)
     if any(sagemakers.values()):  # SageMaker's own behaviour: the run fails, named
         assert r.returncode == 1, r.stderr[-3000:]
         last = r.stderr.strip().splitlines()[-1]
