@@ -51,3 +51,31 @@ def per_rank(lines: Iterable[str]) -> dict[int, RankResult]:
             name = where if where.endswith(m["name"]) else f"{where}.{m['name']}"
             r.bad.add(f"{m['kind']} {name}")
     return results
+
+
+#: A daemon's message that Open MPI printed inside a rank's unfinished line
+#: (``[algo-1:1398102] 24 more processes have sent help message ...``), up to the next tag.
+_DAEMON_RE = re.compile(r"\[[\w.-]+:\d+\] .*?(?=\[\d+,(?:mpirank:)?\d+[^\]]*\]<std|$)")
+#: One test of unittest's verbose output: ``testX (module.Class.testX) ... ok``; a test with
+#: a docstring prints its first line between, and the outcome may start a line of its own.
+_OUTCOME_RE = re.compile(
+    r"\((?P<test>test_\w+(?:\.\w+)+)\)(?:\n[^\n]*?)? \.\.\. \n?"
+    r"(?P<outcome>ok|skipped|ERROR|FAIL|expected failure|unexpected success)",
+)
+
+
+def outcomes(lines: Iterable[str]) -> dict[int, dict[str, str]]:
+    """Each rank's test ids and their outcomes, from ``-v`` output (tagged, plain or smmpi)."""
+    assembler = LineAssembler()
+    text: dict[int, list[str]] = {}
+    for line in lines:
+        for t in assembler.feed(_DAEMON_RE.sub("", line)):
+            if t.stream == "stderr":
+                text.setdefault(t.rank, []).append(t.text)
+    for t in assembler.flush():
+        if t.stream == "stderr":
+            text.setdefault(t.rank, []).append(t.text)
+    return {
+        rank: {m["test"]: m["outcome"] for m in _OUTCOME_RE.finditer("\n".join(chunks))}
+        for rank, chunks in text.items()
+    }
