@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -14,6 +15,11 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
+
+# A suite started in the background of a non-interactive shell (`make test &`) inherits SIGINT
+# ignored, and so would every smmpi it starts: the Ctrl-C tests send SIGINT as a terminal does.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _run_dirs() -> set[Path]:
