@@ -197,6 +197,23 @@ PITFALLS: tuple[Pitfall, ...] = (
 )
 
 
+#: Hangs named from where the ranks are at a timeout: a row's pattern is matched against the
+#: source line of each rank's innermost frame, and it is named when ranks on more than one
+#: instance are there.
+HANG_PITFALLS: tuple[Pitfall, ...] = (
+    Pitfall(
+        "mpi-io-own-folder",
+        re.compile(r"\bFile\.Open\("),
+        "every instance has its own /tmp (each container does), but Open MPI's MPI-IO opens a "
+        "file collectively as if every rank saw it: the ranks of the other instances cannot "
+        "open the file that rank 0 created, and the others wait for them for ever",
+        "open a file that several instances share on a file system they all mount (FSx for "
+        "Lustre, EFS), or one file per instance or rank (MPI.COMM_SELF, or "
+        "comm.Split_type(MPI.COMM_TYPE_SHARED))",
+    ),
+)
+
+
 @dataclass
 class FailureScan:
     """Reads a run's output as it goes and names the rank that failed, and why.

@@ -143,3 +143,36 @@ def test_a_crash_after_a_handled_pitfall_is_not_blamed_on_it(
     assert r.stdout.count("caught True") == 4, r.stdout
     line = _last_line(r)
     assert line.endswith("failed: killed by signal 11 (SIGSEGV)"), line
+
+
+MPI_IO = """\
+import tempfile
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+path = tempfile.gettempdir() + "/shared.bin"
+fh = MPI.File.Open(comm, path, MPI.MODE_CREATE | MPI.MODE_WRONLY)
+fh.Write_at_all(comm.rank * 4, bytearray(4))
+fh.Close()
+print("wrote", comm.rank)
+"""
+
+
+def test_mpi_io_on_each_instances_own_tmp_is_named_at_the_timeout(
+    fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Each isolated instance has its own /tmp, as each container does: a collective open
+    there hangs, and the timeout's last line names where the ranks were, the cause and the fix.
+    Processes mode shares this machine's /tmp, so the same program completes there."""
+    folder = tmp_path / "prog"
+    folder.mkdir()
+    (folder / "prog.py").write_text(MPI_IO, encoding="utf-8")
+    argv = ["run", str(folder / "prog.py"), "-N", "2", "-n", "1", "--timeout", "10"]
+    r = smmpi(argv, {**fault_env, "SMMPI_ISOLATION": "hosts"}, timeout=200)
+    line = _last_line(r)
+    assert r.returncode == 124, r.stderr
+    assert line.startswith("smmpi: timed out after 10 s; ranks 0 (algo-1), 1 (algo-2) were in "
+                           "`fh = MPI.File.Open(comm, path, "), line  # fmt: skip
+    assert "every instance has its own /tmp" in line and "(FSx for Lustre, EFS)" in line, line
+    shared = smmpi(argv, {**fault_env, "SMMPI_ISOLATION": "processes"}, timeout=200)
+    assert shared.returncode == 0, shared.stderr
+    assert "wrote 0" in shared.stdout and "wrote 1" in shared.stdout

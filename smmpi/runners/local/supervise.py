@@ -29,6 +29,7 @@ from smmpi.errors import BadInput
 from smmpi.mpi_output import printable
 from smmpi.runners.base import Progress, silent
 from smmpi.runners.local.exits import Ends, read_ends
+from smmpi.runners.local.hangs import hang_pitfall
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
 from smmpi.runners.local.isolation import ContainerStart, Launch, prepare
 from smmpi.runners.local.layout import (
@@ -163,6 +164,8 @@ def _wait(
     ends = Ends.read(supervisor.stack_dir)
     result.notes = stack_notes(ends, run)
     timed_out(result, ends, run, lost)
+    hang = hang_pitfall(result.stacks, run)  # a known hang, named from where the ranks were
+    result.reason = f"{result.reason}; {hang}" if hang else result.reason
     supervisor.kill_all()
 
 
