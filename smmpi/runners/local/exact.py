@@ -13,14 +13,8 @@ Exact mode needs isolated hosts (Linux namespaces, Open MPI 4), root, and Debian
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
-import sys
-import sysconfig
-import tempfile
-import venv
 from pathlib import Path
 
 from smmpi.errors import BadInput
@@ -28,6 +22,7 @@ from smmpi.runners.base import Progress
 from smmpi.runners.hosts import launch, sshd
 from smmpi.runners.local import modes, toolkits
 from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
+from smmpi.runners.local.venvs import cached_venv, site_packages
 from smmpi.toolkit.container import start_env
 from smmpi.toolkit.shape import JobShape
 
@@ -91,40 +86,17 @@ def toolkit_sources(image: str = "") -> tuple[Path, ...] | None:
     return toolkits.sources(image)
 
 
-def _site_packages() -> str:
-    return sysconfig.get_paths()["purelib"]
-
-
 def toolkit_python(sources: tuple[Path, ...]) -> Path:
     """The interpreter ``train`` and the ranks run with: a venv of this Python that sees the
     toolkit's packages, then this environment's (mpi4py, the user's packages), through a
     ``.pth`` file; built once per pair under ~/.smmpi/toolkits (0700) and reused. Each
     instance gets its own copy of it, where the toolkit's pip installs the code's
     requirements (launch.Pod.own_copies)."""
-    named = "\0".join(map(str, sources))
-    key = hashlib.sha256(f"{named}\0{_site_packages()}\0{sys.version}".encode()).hexdigest()
-    root = toolkits.cache_root()
-    venv_dir = root / key[:16]
-    train = venv_dir / "bin" / "train"
-    if train.is_file():
-        return venv_dir
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(root.parent, 0o700)
-    os.chmod(root, 0o700)
-    partial = Path(tempfile.mkdtemp(prefix=".python-", dir=root))
-    venv.EnvBuilder(with_pip=False, symlinks=True).create(partial)
-    purelib = sysconfig.get_paths(vars={"base": str(partial), "platbase": str(partial)})["purelib"]
-    added = "; ".join(f"site.addsitedir({str(p)!r})" for p in (*sources, _site_packages()))
-    Path(purelib, "smmpi_toolkit.pth").write_text(f"import site; {added}\n")
-    entry = "import sys\nfrom sagemaker_training.cli.train import main\nsys.exit(main())\n"
-    script = partial / "bin" / "train"
-    script.write_text(f"#!{venv_dir}/bin/python3\n{entry}")
-    script.chmod(0o700)
-    try:
-        partial.rename(venv_dir)
-    except OSError:  # another run built it meanwhile
-        shutil.rmtree(partial, ignore_errors=True)
-    return venv_dir
+    sitedirs = [*map(str, sources), site_packages()]
+    return cached_venv(toolkits.cache_root(), "toolkit", sitedirs, {"train": _TRAIN})
+
+
+_TRAIN = "import sys\nfrom sagemaker_training.cli.train import main\nsys.exit(main())\n"
 
 
 def toolkit_env(

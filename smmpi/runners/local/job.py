@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smmpi.archives import extract, tar_dirs
+from smmpi.archives import extract
 from smmpi.aws.facts import check_job_name
 from smmpi.ops.local_jobs import (
     configured_keep,
@@ -42,8 +42,6 @@ from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.container_files import (
     restore_checkpoints,
     seed_checkpoints,
-    sync_checkpoints,
-    tar_output_data,
     write_status_files,
 )
 from smmpi.runners.local.entry import check_request_entry
@@ -53,6 +51,7 @@ from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import (
     STATUS_OF,
     LocalJob,
+    finish,
     new_record,
     now,
     write_record,
@@ -117,15 +116,8 @@ def _conclude(
     write_status_files(
         hosts, result.status, command, result.returncode, result.error_message, shape.image
     )
-    sync_checkpoints(request, hosts, folder)
-    if result.exit_code != EXIT_OK:
-        record["FailureReason"] = result.failure_line or result.status
-    else:
-        tar_dirs([d.model for d in hosts], folder / "model.tar.gz")
-        record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
-    tar_output_data(hosts, folder / "output.tar.gz")
-    record["OutputArtifacts"] = (folder / "output.tar.gz").as_uri()
-    write_record(folder, record)
+    failed = result.exit_code != EXIT_OK
+    finish(record, request, hosts, folder, result.failure_line or result.status if failed else None)
     return status
 
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from smmpi.archives import tar_dirs
 from smmpi.errors import BadInput
 from smmpi.ops.local_jobs import jobs_root, write_private
-from smmpi.runners.local.container_files import checkpoint_uri
+from smmpi.runners.local.container_files import checkpoint_uri, sync_checkpoints, tar_output_data
 from smmpi.runners.local.supervise import RunResult
+from smmpi.toolkit.hosts import HostDirs
 
 STATUS_OF = {
     "Completed": "Completed",
@@ -79,3 +81,23 @@ def new_record(request: Mapping[str, Any], name: str, run_dir: Path) -> dict[str
         **({"CheckpointConfig": request["CheckpointConfig"]} if checkpoint_uri(request) else {}),
         "LocalHostsDir": str(run_dir),
     }
+
+
+def finish(
+    record: dict[str, Any],
+    request: Mapping[str, Any],
+    hosts: Sequence[HostDirs],
+    folder: Path,
+    failure: str | None,
+) -> None:
+    """What SageMaker does when a job's instances have ended: sync the checkpoints, pack
+    ``model.tar.gz`` (a completed job: ``failure`` None) and ``output.tar.gz``, and record it."""
+    sync_checkpoints(request, hosts, folder)
+    if failure is not None:
+        record["FailureReason"] = failure
+    else:
+        tar_dirs([d.model for d in hosts], folder / "model.tar.gz")
+        record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
+    tar_output_data(hosts, folder / "output.tar.gz")
+    record["OutputArtifacts"] = (folder / "output.tar.gz").as_uri()
+    write_record(folder, record)

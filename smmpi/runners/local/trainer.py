@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from smmpi.archives import tar_dirs
 from smmpi.aws.facts import check_job_name
 from smmpi.errors import BadInput
 from smmpi.mpi_output import printable
@@ -45,13 +44,11 @@ from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.container_files import (
     restore_checkpoints,
     seed_checkpoints,
-    sync_checkpoints,
-    tar_output_data,
 )
 from smmpi.runners.local.inputs import copy_channel
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
-from smmpi.runners.local.records import STATUS_OF, LocalJob, new_record, now, write_record
+from smmpi.runners.local.records import STATUS_OF, LocalJob, finish, new_record, now, write_record
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
 from smmpi.runners.local.trainer_pod import check_paramiko, driver_python, pod_command
 from smmpi.toolkit.hosts import HostDirs
@@ -183,17 +180,13 @@ def _conclude(
     hosts = [HostDirs(run_dir / h / "opt" / "ml") for h in shape.hosts]
     status = STATUS_OF[result.status]
     record.update(TrainingJobStatus=status, SecondaryStatus=status, TrainingEndTime=now())
-    sync_checkpoints(request, hosts, folder)
     text = _driver_failure(run_dir)
+    failure = None
     if result.exit_code != EXIT_OK:
-        reason = result.failure_line or result.status
-        record["FailureReason"] = reason + (f"\nAlgorithmError: {text}" if text else "")
-    else:
-        tar_dirs([d.model for d in hosts], folder / "model.tar.gz")
-        record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
-    tar_output_data(hosts, folder / "output.tar.gz")
-    record["OutputArtifacts"] = (folder / "output.tar.gz").as_uri()
-    write_record(folder, record)
+        failure = (result.failure_line or result.status) + (
+            f"\nAlgorithmError: {text}" if text else ""
+        )
+    finish(record, request, hosts, folder, failure)
     return text
 
 

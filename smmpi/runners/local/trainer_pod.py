@@ -16,14 +16,8 @@ the same interpreter. The image's ENV and the request's Environment are every in
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
-import shutil
-import sys
-import sysconfig
-import tempfile
-import venv
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,14 +26,11 @@ from smmpi.errors import BadInput
 from smmpi.runners.drivers.line import CONTAINER_PATH, container_environment
 from smmpi.runners.hosts import launch
 from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
+from smmpi.runners.local.venvs import cached_venv, site_packages
 from smmpi.toolkit.shape import JobShape
 
 FIELD = "--api model-trainer (a local run)"
 _PIP = "import sys\nfrom pip._internal.cli.main import main\nsys.exit(main())\n"
-
-
-def _site_packages() -> str:
-    return sysconfig.get_paths()["purelib"]
 
 
 def check_paramiko() -> None:
@@ -55,27 +46,8 @@ def check_paramiko() -> None:
 
 def driver_python() -> Path:
     """The venv whose ``bin/python3`` and ``bin/pip3`` stand for the image's; built once."""
-    key = hashlib.sha256(f"driver\0{_site_packages()}\0{sys.version}".encode()).hexdigest()
     root = Path.home() / ".smmpi" / "drivers"
-    venv_dir = root / key[:16]
-    if (venv_dir / "bin" / "pip3").is_file():
-        return venv_dir
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(root.parent, 0o700)
-    os.chmod(root, 0o700)
-    partial = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
-    venv.EnvBuilder(with_pip=False, symlinks=True).create(partial)
-    purelib = sysconfig.get_paths(vars={"base": str(partial), "platbase": str(partial)})["purelib"]
-    line = f"import site; site.addsitedir({_site_packages()!r})"
-    Path(purelib, "smmpi_driver.pth").write_text(line + "\n")
-    pip = partial / "bin" / "pip3"
-    pip.write_text(f"#!{venv_dir}/bin/python3\n{_PIP}")
-    pip.chmod(0o700)
-    try:
-        partial.rename(venv_dir)
-    except OSError:  # another run built it meanwhile
-        shutil.rmtree(partial, ignore_errors=True)
-    return venv_dir
+    return cached_venv(root, "driver", [site_packages()], {"pip3": _PIP})
 
 
 def entrypoint(request: Mapping[str, Any]) -> list[str]:
