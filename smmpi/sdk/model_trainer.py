@@ -18,10 +18,8 @@ ranks, all on algo-1 (docs/TOOLKIT.md, "ModelTrainer's MPI driver"). smmpi adds
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +27,8 @@ from typing import Any
 
 from smmpi.aws.clients import no_metadata_lookups
 from smmpi.aws.facts import SMMPI_TAG_KEY, SMMPI_TAG_VALUE
-from smmpi.errors import BadInput, SmmpiError
+from smmpi.child import json_answer
+from smmpi.errors import BadInput
 from smmpi.sdk import trainer_capture
 from smmpi.sdk.session import boto_session, import_sdk
 from smmpi.sdk.settings import Settings, resolve_settings, restore_placeholders
@@ -121,19 +120,8 @@ def _in_sdk3(
     python: str, spec: dict[str, Any], keep: Path
 ) -> tuple[dict[str, Any], dict[str, Path]]:
     capture = Path(trainer_capture.__file__)
-    done = subprocess.run(
-        [python, "-I", "-B", str(capture), str(keep)],
-        input=json.dumps(spec),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    try:
-        out = json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise SmmpiError(f"SDK v3's ModelTrainer ({python}) built no request: {tail}") from None
+    argv = [python, "-I", "-B", str(capture), str(keep)]
+    out = json_answer(argv, spec, 300, f"SDK v3's ModelTrainer ({python}) built no request")
     if out.get("sdk") != "v3":
         raise BadInput(SDK3_PYTHON, python, "the Python of a venv with sagemaker 3.x")
     return out["request"], {k: Path(v) for k, v in out["channels"].items()}

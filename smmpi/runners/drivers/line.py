@@ -7,13 +7,12 @@ this machine's where the container's is ``command -v python3``; it is put back i
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from smmpi.child import json_answer
 from smmpi.errors import SmmpiError
 from smmpi.toolkit.environment import input_data_config, resource_config
 from smmpi.toolkit.images import image_env
@@ -57,19 +56,9 @@ def driver_mpirun(request: Mapping[str, Any], drivers: Path) -> list[str]:
         "hyperparameters": dict(request.get("HyperParameters", {})),
         "environment": container_environment(request),
     }
-    done = subprocess.run(
-        [sys.executable, "-I", "-B", str(PROBE), str(drivers)],
-        input=json.dumps(given),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    try:
-        line = json.loads(done.stdout.strip().splitlines()[-1])["mpirun"]
-    except (IndexError, ValueError, KeyError):
-        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
-        raise SmmpiError(f"ModelTrainer's MPI driver did not build its line: {tail[0]}") from None
+    argv = [sys.executable, "-I", "-B", str(PROBE), str(drivers)]
+    what = "ModelTrainer's MPI driver did not build its line"
+    line = json_answer(argv, given, 120, what).get("mpirun")
     if not line:
         raise SmmpiError("ModelTrainer's MPI driver ran no command on algo-1")
     return [CONTAINER_PYTHON if token == sys.executable else str(token) for token in line]
