@@ -20,7 +20,8 @@ VENV = os.environ.get("SMMPI_TOOLKIT_VENV", str(ROOT / ".venv-toolkit"))
 TF = os.environ.get("SMMPI_TOOLKIT_TF", str(ROOT / ".toolkit-tf"))
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
+def toolkit_env(tmp_path: Path) -> dict[str, str]:
+    """A run in exact mode with the toolkits make test builds (not smmpi's own build)."""
     env = base_env(tmp_path)
     (tmp_path / "tmp").mkdir()
     env.pop("SMMPI_ISOLATION", None)
@@ -34,7 +35,9 @@ def _algo_1(tmp_path: Path) -> Path:
 
 def test_the_toolkits_train_runs_the_demo_on_every_instance(tmp_path: Path) -> None:
     done = smmpi(
-        ["run", "demo", "-N", "2", "-n", "2", "--exact", "--keep"], _env(tmp_path), timeout=300
+        ["run", "demo", "-N", "2", "-n", "2", "--exact", "--keep"],
+        toolkit_env(tmp_path),
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     first = done.stderr.splitlines()[1]
@@ -63,7 +66,7 @@ def test_a_failed_rank_is_named_on_top_of_the_toolkits_failure(tmp_path: Path) -
         "MPI.COMM_WORLD.Barrier()\n",
     )
     argv = ["run", str(program), "-N", "2", "-n", "2", "--exact", "--keep"]
-    done = smmpi(argv, _env(tmp_path), timeout=300)
+    done = smmpi(argv, toolkit_env(tmp_path), timeout=300)
     assert done.returncode != 0
     assert "sagemaker-training-toolkit ERROR    Reporting training FAILURE" in done.stderr
     assert done.stderr.strip().splitlines()[-2:][0].startswith("smmpi: rank 3 (algo-2) failed")
@@ -76,7 +79,7 @@ def test_a_failed_rank_is_named_on_top_of_the_toolkits_failure(tmp_path: Path) -
 def test_a_toolkit_venv_without_the_toolkit_is_refused_before_anything_runs(
     tmp_path: Path,
 ) -> None:
-    env = {**_env(tmp_path), "SMMPI_TOOLKIT_VENV": str(tmp_path)}
+    env = {**toolkit_env(tmp_path), "SMMPI_TOOLKIT_VENV": str(tmp_path)}
     done = smmpi(["run", "demo", "-N", "2", "-n", "2", "--exact"], env)
     assert done.returncode == 2
     assert done.stderr.strip() == (
@@ -117,7 +120,7 @@ def test_ranks_observe_the_fast_modes_start_but_for_the_documented_differences(
 
     def views(name: str, exact: bool) -> dict[int, dict[str, Any]]:
         (tmp_path / name).mkdir()
-        env = _env(tmp_path / name)
+        env = toolkit_env(tmp_path / name)
         if not exact:
             env.pop("SMMPI_TOOLKIT_VENV")
             env.pop("SMMPI_TOOLKIT_TF")
@@ -161,7 +164,7 @@ def test_a_hang_under_the_toolkit_ends_at_timeout_with_every_ranks_stack(tmp_pat
         "def wait_forever():\n    time.sleep(600)\n\nwait_forever()\n",
     )
     argv = ["run", str(program), "-N", "2", "-n", "1", "--exact", "--timeout", "60"]
-    done = smmpi(argv, _env(tmp_path), timeout=300)
+    done = smmpi(argv, toolkit_env(tmp_path), timeout=300)
     assert done.returncode == 124, done.stderr
     for rank, host in ((0, "algo-1"), (1, "algo-2")):
         section = done.stderr.split(f"--- rank {rank} ({host}) ---\n", 1)[1].split("---", 1)[0]

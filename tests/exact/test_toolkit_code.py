@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.exact.test_toolkit import TF, VENV
-from tests.helpers import ROLE, MotoServer, base_env, make_bucket, processes_left, smmpi, write
+from tests.exact.test_toolkit import TF, toolkit_env
+from tests.helpers import ROLE, MotoServer, make_bucket, processes_left, smmpi, write
 
 PROGRAM = """\
 import importlib.metadata, json, os
@@ -32,20 +32,12 @@ print("SEEN", rank, flush=True)
 """
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    env = base_env(tmp_path)
-    (tmp_path / "tmp").mkdir()
-    env.pop("SMMPI_ISOLATION", None)
-    toolkits = {"SMMPI_TOOLKIT_VENV": VENV, "SMMPI_TOOLKIT_TF": TF}
-    return {**env, "TMPDIR": str(tmp_path / "tmp"), **toolkits}
-
-
 def test_a_tensorflow_job_runs_the_tensorflow_images_toolkit_on_its_own_code(
     tmp_path: Path,
 ) -> None:
     program = write(tmp_path / "seen.py", PROGRAM)
     argv = ["run", str(program), "-N", "2", "-n", "1", "--exact", "--keep"]
-    done = smmpi([*argv, "--framework", "tensorflow"], _env(tmp_path), timeout=300)
+    done = smmpi([*argv, "--framework", "tensorflow"], toolkit_env(tmp_path), timeout=300)
     assert done.returncode == 0, done.stderr
     assert f"toolkit's `train` (4.8.3, from {TF}), with a real sshd" in done.stderr
     run = next((tmp_path / "tmp").glob("smmpi-run-*"))
@@ -64,13 +56,10 @@ def test_a_tensorflow_job_runs_the_tensorflow_images_toolkit_on_its_own_code(
 
 @pytest.mark.aws
 def test_run_from_job_exact_stages_the_uploaded_code_for_the_toolkit(
-    env: dict[str, str], moto_server: MotoServer, tmp_path: Path
+    moto_server: MotoServer, tmp_path: Path, guard: dict[str, str]
 ) -> None:
-    env.update(moto_server.aws_env())
-    env.pop("SMMPI_ISOLATION", None)
-    (tmp_path / "tmp").mkdir()
-    env |= {"TMPDIR": str(tmp_path / "tmp"), "SMMPI_LOCAL_JOBS": str(tmp_path / "jobs")}
-    env |= {"SMMPI_TOOLKIT_VENV": VENV, "SMMPI_TOOLKIT_TF": TF}
+    env = toolkit_env(tmp_path) | guard | moto_server.aws_env()  # under the network guard
+    env["SMMPI_LOCAL_JOBS"] = str(tmp_path / "jobs")
     make_bucket(moto_server, "smmpi-exact-code")
     name = "smmpi-exact-from-job"
     submit = ["submit", "demo", "-N", "2", "-n", "2", "--role", ROLE, "--job-name", name]

@@ -6,20 +6,12 @@ import io
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from smmpi.spec import MPIJob
 from tests.helpers import base_env, processes_left, smmpi, write
 from tests.model_trainer.test_local_driver import WORLD
 
 
-def test_mpijob_run_local_runs_the_drivers_start(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SMMPI_LOCAL_JOBS", str(tmp_path / "jobs"))
-    monkeypatch.delenv("SMMPI_ISOLATION", raising=False)
-    monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+def test_mpijob_run_local_runs_the_drivers_start(tmp_path: Path, in_process: Path) -> None:
     program = write(tmp_path / "world.py", WORLD)
     out, lines = io.StringIO(), list[str]()
     job = MPIJob(str(program), instances=2, ppn=1, api="model-trainer")

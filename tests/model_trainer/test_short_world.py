@@ -12,8 +12,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-import pytest
-
 from smmpi.api import options
 from smmpi.runners.local.trainer import run_trainer_request
 from smmpi.sdk.model_trainer import capture_offline
@@ -25,13 +23,7 @@ if TYPE_CHECKING:
     from smmpi.aws.types import Request
 
 
-def test_the_sdks_own_np_ends_with_one_line_and_exit_1(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SMMPI_LOCAL_JOBS", str(tmp_path / "jobs"))
-    monkeypatch.delenv("SMMPI_ISOLATION", raising=False)
-    monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+def test_the_sdks_own_np_ends_with_one_line_and_exit_1(tmp_path: Path, in_process: Path) -> None:
     program = write(tmp_path / "world.py", WORLD)
     job = MPIJob(str(program), instances=2, ppn=2, api="model-trainer")
     captured = capture_offline(job, tmp_path / "capture")

@@ -117,7 +117,9 @@ def _conclude(
         hosts, result.status, command, result.returncode, result.error_message, shape.image
     )
     failed = result.exit_code != EXIT_OK
-    finish(record, request, hosts, folder, result.failure_line or result.status if failed else None)
+    finish(
+        record, request, hosts, folder, (result.failure_line or result.status) if failed else None
+    )
     return status
 
 

@@ -1,0 +1,18 @@
+"""Fixtures of the ModelTrainer tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This process runs local jobs as a user would from Python: its own HOME and local jobs
+    folder, isolated hosts (the default), the SDK's banner off. Returns ``tmp_path``."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SMMPI_LOCAL_JOBS", str(tmp_path / "jobs"))
+    monkeypatch.delenv("SMMPI_ISOLATION", raising=False)
+    monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    return tmp_path
