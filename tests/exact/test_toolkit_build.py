@@ -17,11 +17,13 @@ import pytest
 from smmpi.runners.local import toolkits
 from tests.helpers import base_env, free_port, processes_left, smmpi, write
 
+# One write per line: the image sets PYTHONUNBUFFERED, so print's arguments would reach mpirun
+# as separate writes, and Open MPI tags each piece it reads (a line split in two, as on SageMaker)
 PROGRAM = (
-    "import importlib.metadata, os\nfrom mpi4py import MPI\n"
-    "print('toolkit', MPI.COMM_WORLD.Get_rank(), "
+    "import importlib.metadata, os, sys\nfrom mpi4py import MPI\n"
+    "sys.stdout.write(' '.join(['toolkit', str(MPI.COMM_WORLD.Get_rank()), "
     "importlib.metadata.version('sagemaker-training'), "
-    "os.environ['SM_FRAMEWORK_MODULE'], flush=True)\n"
+    "os.environ['SM_FRAMEWORK_MODULE']]) + '\\n')\n"
 )
 
 
