@@ -286,6 +286,18 @@ def exact_check() -> Check:
     )
 
 
+def toolkit_checks() -> list[Check]:
+    """Whether ``--exact`` has each framework's toolkit (smmpi's build or a named one)."""
+    from smmpi.runners.local import toolkits
+
+    checks = []
+    for framework in toolkits.TOOLKITS:
+        ready, what, fix = toolkits.status(framework)
+        checks.append(Check("toolkit", "ok" if ready else "warn", f"{framework}: {what}", fix))
+    return checks
+
+
 def run(smoke: bool = True, region: str | None = None) -> list[Check]:
     """Every check, MPI first (it needs no network)."""
-    return [*mpi_checks(smoke=smoke), isolation_check(), exact_check(), *aws_checks(region)]
+    local = [isolation_check(), exact_check(), *toolkit_checks()]
+    return [*mpi_checks(smoke=smoke), *local, *aws_checks(region)]

@@ -44,6 +44,7 @@ def test_without_credentials(env: dict[str, str]) -> None:
         "smoke": "ok",
         "isolation": "ok",
         "exact": "ok",
+        "toolkit": "warn",  # not built in this HOME (the last line, TensorFlow's)
         "credentials": "fail",
         "region": "fail",
         "endpoint": "warn",
@@ -58,11 +59,12 @@ def test_without_credentials(env: dict[str, str]) -> None:
         "eth0, /opt/ml"
     )
     assert lines[4].startswith("ok    exact ")
-    assert lines[5] == (
+    assert lines[5].startswith("warn  toolkit     pytorch: ")
+    assert lines[7] == (
         "fail  credentials none found; fix: run `aws configure` or "
         "`aws sso login`, or set AWS_PROFILE"
     )
-    assert lines[8].startswith("fail  role        not configured; fix: smmpi infra deploy")
+    assert lines[10].startswith("fail  role        not configured; fix: smmpi infra deploy")
 
 
 def test_with_credentials_and_deployed_infra(moto_server: MotoServer, env: dict[str, str]) -> None:
@@ -76,6 +78,7 @@ def test_with_credentials_and_deployed_infra(moto_server: MotoServer, env: dict[
         "mpi4py": "ok",
         "isolation": "ok",
         "exact": "ok",
+        "toolkit": "warn",  # not built in this HOME (the last line, TensorFlow's)
         "credentials": "ok",
         "region": "ok",
         "endpoint": "ok",

@@ -135,8 +135,11 @@ def sources(image: str) -> tuple[Path, ...] | None:
     """
     if off():
         return None
-    toolkit = toolkit_of(image)
-    variable = TF if toolkit.framework == "tensorflow" else VENV
+    return _sources_of(toolkit_of(image))
+
+
+def _sources_of(toolkit: Toolkit) -> tuple[Path, ...]:
+    variable = _variable(toolkit)
     named = os.environ.get(variable)
     if not named:
         return (built_folder(toolkit) / "site",)
@@ -145,6 +148,33 @@ def sources(image: str) -> tuple[Path, ...] | None:
     if variable == TF and under:  # layered as `make .toolkit-tf` builds it: 4.8.3 over the venv
         sites += _named(VENV, under)
     return sites
+
+
+def _variable(toolkit: Toolkit) -> str:
+    return TF if toolkit.framework == "tensorflow" else VENV
+
+
+def status(framework: str) -> tuple[bool, str, str]:
+    """Whether ``--exact`` has the toolkit of ``framework``'s images: (ready, what, fix)."""
+    if off():
+        return True, f"{VENV}=none: sshd and the container's mpirun line, no toolkit", ""
+    toolkit = TOOLKITS[framework]
+    variable = _variable(toolkit)
+    try:
+        sites = _sources_of(toolkit)
+    except BadInput as err:
+        return False, str(err), f"name a venv holding sagemaker-training in {variable}, or unset it"
+    if os.environ.get(variable):
+        return True, f"sagemaker-training {version_in(sites)} from {variable}", ""
+    final = built_folder(toolkit)
+    if (final / "toolkit.json").is_file():
+        return True, f"{toolkit.label}, smmpi's build in {final}", ""
+    return (
+        False,
+        f"{toolkit.label} not built yet: the first --exact run of a {framework} image builds it "
+        f"with pip, once",
+        f"run it once where PyPI (or pip's index) is reachable, or name a built one in {variable}",
+    )
 
 
 def version_in(sites: tuple[Path, ...]) -> str:
@@ -210,7 +240,7 @@ def ensure(image: str, progress: Progress) -> None:
     if sources(image) is None:
         return
     toolkit = toolkit_of(image)
-    variable = TF if toolkit.framework == "tensorflow" else VENV
+    variable = _variable(toolkit)
     final = built_folder(toolkit)
     if os.environ.get(variable) or (final / "toolkit.json").is_file():
         return
