@@ -44,6 +44,9 @@ class JobShape:
     region: str = ""  # the sagemaker_region hyperparameter
     sagemaker_job_name: str = ""  # the sagemaker_job_name hyperparameter ("": job_name)
     package: bool = False  # the code dir has a setup.py: the toolkit runs ``-m NAME``
+    # the toolkit re-tags mpirun's output (``[1,mpirank:R,algo-K]``); ModelTrainer's driver
+    # runs without it, so its log keeps mpirun's own ``[1,R]`` tags
+    toolkit_tags: bool = True
 
     @property
     def hosts(self) -> list[str]:

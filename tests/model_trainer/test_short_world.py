@@ -36,8 +36,8 @@ def test_the_sdks_own_np_ends_with_one_line_and_exit_1(tmp_path: Path, in_proces
     job_run = run_trainer_request(request, captured.channels, run)
     assert job_run.exit_code == 1
     assert sorted(ln for ln in out.getvalue().splitlines() if ">:rank " in ln) == [
-        "[1,mpirank:0,algo-1]<stdout>:rank 0 of 2 on algo-1",
-        "[1,mpirank:1,algo-1]<stdout>:rank 1 of 2 on algo-1",
+        "[1,0]<stdout>:rank 0 of 2 on algo-1",
+        "[1,1]<stdout>:rank 1 of 2 on algo-1",
     ]
     line = (
         "the job asked for 2 x 2 = 4 ranks, but the container started 2 (algo-1 only; none on "

@@ -36,9 +36,15 @@ class Output:
     """
 
     def __init__(
-        self, world_size: int, log_dir: Path | None, ppn: int = 1, image: str = ""
+        self,
+        world_size: int,
+        log_dir: Path | None,
+        ppn: int = 1,
+        image: str = "",
+        retag: bool = True,
     ) -> None:
         self.ppn = ppn  # the toolkit's tag names algo-(rank // ppn + 1)
+        self.retag = retag  # False: mpirun's own tags, as where no toolkit reads its output
         self.scan = FailureScan()
         # what the container's toolkit keeps of each pipe for algo-1's output/failure
         self.captures = {pipe: Capture(error_classes(image)) for pipe in ("stdout", "stderr")}
@@ -57,9 +63,10 @@ class Output:
 
     def _emit(self, tagged: Tagged, echo: IO[str]) -> None:
         self.scan.feed_tagged(tagged)
-        echo.write(
-            printable(f"{container_tag(tagged.rank, tagged.stream, self.ppn)}{tagged.text}") + "\n"
-        )
+        tag = f"[1,{tagged.rank}]<{tagged.stream}>:"
+        if self.retag:
+            tag = container_tag(tagged.rank, tagged.stream, self.ppn)
+        echo.write(printable(f"{tag}{tagged.text}") + "\n")
         f = self.files.get(tagged.rank)
         if f is not None:
             f.write(tagged.text + "\n")

@@ -260,7 +260,7 @@ def execute(
         container,
     )
     _mpirun_env(how.env, shape, run_dir, mode)
-    output = Output(shape.world_size, log_dir, shape.ppn, shape.image)
+    output = Output(shape.world_size, log_dir, shape.ppn, shape.image, shape.toolkit_tags)
     start, started = time.monotonic(), time.time()
     proc = _start(how, run_dir, shape.world_size, stdin_closed, remove_on_death)
     supervisor = Supervisor(proc, stack_dir(run_dir), how.translate)

@@ -115,6 +115,7 @@ def trainer_shape(request: Mapping[str, Any], drivers: Path) -> JobShape:
         environment={str(k): str(v) for k, v in (request.get("Environment") or {}).items()},
         instance_type=str(resources.get("InstanceType", "local")),
         image=str(request["AlgorithmSpecification"].get("TrainingImage", "")),
+        toolkit_tags=False,
     )
 
 
