@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -16,10 +17,36 @@ import pytest
 
 from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
 
+# Under pytest-xdist each worker gets a temp folder of its own, so the checks that nothing is
+# left there (run folders, sessions) see only their own worker's runs
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+_OWN_TMP = Path(tempfile.gettempdir()) / f"smmpi-tests-{os.getpid()}-{_WORKER}"
+if _WORKER:
+    _OWN_TMP.mkdir(mode=0o700)
+    os.environ["TMPDIR"] = str(_OWN_TMP)
+    tempfile.tempdir = None
+
+
+def pytest_sessionfinish() -> None:
+    if _WORKER:
+        shutil.rmtree(_OWN_TMP, ignore_errors=True)
+
+
 # A suite started in the background of a non-interactive shell (`make test &`) inherits SIGINT
 # ignored, and so would every smmpi it starts: the Ctrl-C tests send SIGINT as a terminal does.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+#: Tests whose time is the container's own sleeps (the toolkit's 30 s, the driver's retries)
+WAITING = ("exact", "model_trainer")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        if item.path.relative_to(tests).parts[0] in WAITING:
+            item.add_marker(pytest.mark.waiting)
 
 
 def _run_dirs() -> set[Path]:

@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import BIN, base_env, processes_left, smmpi
 from tests.runners.hosts.footprint import namespaces_in_use, new_namespaces
 
@@ -27,6 +29,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.machine
 def test_timeout_dumps_every_ranks_stack(tmp_path: Path) -> None:
     before = namespaces_in_use()
     argv = ["run", "alltoall", "-N", "2", "-n", "2", "--timeout", "8", "--exact", "--", "--unsafe"]
@@ -39,6 +42,7 @@ def test_timeout_dumps_every_ranks_stack(tmp_path: Path) -> None:
     assert new_namespaces(before) == set()
 
 
+@pytest.mark.machine
 def test_sigkill_of_smmpi_leaves_no_sshd_orted_rank_or_namespace(tmp_path: Path) -> None:
     before = namespaces_in_use()
     script = tmp_path / "hang_for_kill.py"
