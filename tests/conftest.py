@@ -22,6 +22,7 @@ from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 _OWN_TMP = Path(tempfile.gettempdir()) / f"smmpi-tests-{os.getpid()}-{_WORKER}"
 if _WORKER:
+    os.environ.setdefault("SMMPI_TESTS_SHARED_TMP", tempfile.gettempdir())  # for other users
     _OWN_TMP.mkdir(mode=0o700)
     os.environ["TMPDIR"] = str(_OWN_TMP)
     tempfile.tempdir = None
@@ -38,8 +39,9 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-#: Tests whose time is the container's own sleeps (the toolkit's 30 s, the driver's retries)
-WAITING = ("exact", "model_trainer")
+#: Tests whose time is mostly waiting: the container's own sleeps (the toolkit's 30 s, the
+#: driver's retries) and jobs that serve runs while a client polls them
+WAITING = ("exact", "model_trainer", "serve")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -49,7 +49,9 @@ def _run(argv: list[str]) -> None:
 def nobody_venv(packages: tuple[str, ...] = RUNTIME) -> Iterator[Path]:
     """A venv user 65534 can read and run, with smmpi installed from this checkout's wheel and
     ``packages`` at this venv's versions."""
-    folder = Path(tempfile.mkdtemp(prefix="smmpi-nobody-venv-"))
+    # not a pytest-xdist worker's own TMPDIR, which only root may enter
+    shared = os.environ.get("SMMPI_TESTS_SHARED_TMP") or None
+    folder = Path(tempfile.mkdtemp(prefix="smmpi-nobody-venv-", dir=shared))
     try:
         folder.chmod(0o755)
         wheels = folder / "wheels"
