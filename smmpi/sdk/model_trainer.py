@@ -101,6 +101,9 @@ def trainer_spec(job: MPIJob, settings: Settings, source_dir: Path) -> dict[str,
         "tags": tags,
         "checkpoint_s3_uri": job.checkpoint_s3_uri,
         "inputs": job.input_map,
+        "output_path": job.output_path,
+        "encrypt_inter_container_traffic": job.encrypt_inter_container_traffic,
+        "network_isolation": job.network_isolation,
         "subnets": list(settings.subnets),
         "security_groups": list(settings.security_groups),
     }
@@ -129,7 +132,14 @@ def _in_sdk3(
 
 def capture_offline(job: MPIJob, keep: Path) -> Captured:
     """The request ModelTrainer builds for ``job``, with no credentials and no network."""
-    settings = resolve_settings(job, offline=True)
+    return capture(job, keep, resolve_settings(job, offline=True))
+
+
+def capture(job: MPIJob, keep: Path, settings: Settings) -> Captured:
+    """The request ModelTrainer's ``train`` sends for ``job`` with ``settings``, and a copy of
+    each channel it uploads (under ``keep``). The SDK runs offline either way: its session
+    refuses every HTTP request, so building the request creates nothing (a submit sends it
+    and uploads the copies itself, :mod:`smmpi.runners.sagemaker.trainer`)."""
     sdk3 = os.environ.get(SDK3_PYTHON)
     with no_metadata_lookups(), tempfile.TemporaryDirectory(prefix="smmpi-mt-") as tmp:
         spec = trainer_spec(job, settings, source_folder(job, Path(tmp)))

@@ -117,9 +117,18 @@ def trainer(spec: dict[str, Any], sdk: types.SimpleNamespace, session: Any) -> A
         kwargs["input_data_config"] = [
             c.InputData(channel_name=name, data_source=uri) for name, uri in spec["inputs"].items()
         ]
-    if spec["subnets"]:
+    if spec.get("output_path"):
+        kwargs["output_data_config"] = c.OutputDataConfig(
+            s3_output_path=spec["output_path"], compression_type="GZIP"
+        )
+    isolated = bool(spec.get("network_isolation"))
+    encrypted = bool(spec.get("encrypt_inter_container_traffic"))
+    if spec["subnets"] or isolated or encrypted:
         kwargs["networking"] = c.Networking(
-            subnets=spec["subnets"], security_group_ids=spec["security_groups"]
+            subnets=spec["subnets"] or None,
+            security_group_ids=spec["security_groups"] or None,
+            enable_network_isolation=isolated or None,
+            enable_inter_container_traffic_encryption=encrypted or None,
         )
     return sdk.ModelTrainer(**kwargs)
 
