@@ -171,7 +171,7 @@ def test_a_refused_create_removes_every_upload(
 
     monkeypatch.setattr(trainer, "boto_session", refusing)
     job = MPIJob("demo", instances=2, ppn=1, role=ROLE, bucket="smmpi-test", api="model-trainer")
-    with pytest.raises(SubmitFailed, match="CreateTrainingJob refused: .*no capacity here"):
+    with pytest.raises(SubmitFailed, match=r"CreateTrainingJob refused: .*no capacity here"):
         job.submit(wait=False)
     assert s3_state(moto_server) == {"smmpi-test": []}
     assert training_jobs(moto_server) == []
