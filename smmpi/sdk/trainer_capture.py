@@ -123,13 +123,14 @@ def trainer(spec: dict[str, Any], sdk: types.SimpleNamespace, session: Any) -> A
         )
     isolated = bool(spec.get("network_isolation"))
     encrypted = bool(spec.get("encrypt_inter_container_traffic"))
-    if spec["subnets"] or isolated or encrypted:
-        kwargs["networking"] = c.Networking(
-            subnets=spec["subnets"] or None,
-            security_group_ids=spec["security_groups"] or None,
-            enable_network_isolation=isolated or None,
-            enable_inter_container_traffic_encryption=encrypted or None,
-        )
+    networking = dict(
+        subnets=spec["subnets"],
+        security_group_ids=spec["security_groups"],
+        enable_network_isolation=isolated,
+        enable_inter_container_traffic_encryption=encrypted,
+    )
+    if any(networking.values()):  # each only when set (v2 needs a VPC: see model_trainer)
+        kwargs["networking"] = c.Networking(**{k: v for k, v in networking.items() if v})
     return sdk.ModelTrainer(**kwargs)
 
 
