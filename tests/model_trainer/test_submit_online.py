@@ -19,6 +19,7 @@ from tests.helpers import (
     s3_state,
     training_jobs,
 )
+from tests.sdk.sdk3 import sdk3_python
 
 pytestmark = pytest.mark.aws
 
@@ -39,9 +40,12 @@ def _channel_keys(request: dict[str, Any], channels: dict[str, list[str]]) -> di
     return keys
 
 
+@pytest.mark.parametrize("sdk", ["v2", "v3"])
 def test_the_submitted_request_and_uploads_are_the_dry_runs(
-    moto_server: MotoServer, aws: dict[str, str]
+    moto_server: MotoServer, aws: dict[str, str], sdk: str
 ) -> None:
+    if sdk == "v3":  # SDK v3's sagemaker.train builds the request, in its own venv
+        aws = {**aws, "SMMPI_SDK3_PYTHON": sdk3_python()}
     make_bucket(moto_server, "smmpi-test")
     args = [*ARGS, "--bucket", "smmpi-test", *MORE, "--json"]
     dry = run_checked(["submit", *args, "--dry-run"], aws)
