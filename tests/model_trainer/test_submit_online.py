@@ -4,6 +4,7 @@ moto server over HTTP, equal to what ``--dry-run`` prints, with the channels it 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,35 @@ def test_a_refused_create_removes_every_upload(
         job.submit(wait=False)
     assert s3_state(moto_server) == {"smmpi-test": []}
     assert training_jobs(moto_server) == []
+
+
+def test_a_taken_name_is_one_line_and_uploads_nothing(
+    moto_server: MotoServer, aws: dict[str, str]
+) -> None:
+    """ModelTrainer names each job BASE-TIMESTAMP (to the second): the name it picks is
+    checked before anything is uploaded."""
+    make_bucket(moto_server, "smmpi-test")
+    sm = moto_server.boto3_client("sagemaker")
+    taken = {"smmpi:managed": "true"}
+    start = datetime.now()
+    for second in range(90):  # every name the submit below may pick
+        stamp = (start + timedelta(seconds=second)).strftime("%Y%m%d%H%M%S")
+        sm.create_training_job(
+            TrainingJobName=f"mt-taken-{stamp}",
+            AlgorithmSpecification={"TrainingImage": "x", "TrainingInputMode": "File"},
+            RoleArn=ROLE,
+            OutputDataConfig={"S3OutputPath": "s3://smmpi-test/out"},
+            ResourceConfig={"InstanceType": "ml.c5.2xlarge", "InstanceCount": 1},
+            StoppingCondition={"MaxRuntimeInSeconds": 60},
+            Tags=[{"Key": k, "Value": v} for k, v in taken.items()],
+        )
+    args = ["--bucket", "smmpi-test", "--base-job-name", "mt-taken"]
+    done = run_checked(["submit", *ARGS, *args], aws)
+    assert done.returncode == 2, done.stderr
+    (said,) = done.stderr.strip().splitlines()
+    assert said.startswith("smmpi: job name 'mt-taken-"), said
+    assert said.endswith(
+        "(SageMaker never reuses a name): submit again in a second, or pick another --base-job-name"
+    ), said
+    assert s3_state(moto_server) == {"smmpi-test": []}
+    assert len(training_jobs(moto_server)) == 90

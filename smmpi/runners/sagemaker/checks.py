@@ -23,10 +23,10 @@ class NameTaken(SmmpiError):
 
     exit_code = 2
 
-    def __init__(self, name: str, region: str) -> None:
+    def __init__(self, name: str, region: str, fix: str = "pick another --job-name") -> None:
         super().__init__(
             f"job name {name!r} is already taken by a training job in {region} "
-            "(SageMaker never reuses a name): pick another --job-name"
+            f"(SageMaker never reuses a name): {fix}"
         )
 
 
@@ -68,7 +68,9 @@ def ensure_bucket(s3: S3Client, bucket: str, region: str, create: bool = True) -
     return True
 
 
-def check_name_free(sagemaker: SageMakerClient, name: str, region: str) -> None:
+def check_name_free(
+    sagemaker: SageMakerClient, name: str, region: str, fix: str = "pick another --job-name"
+) -> None:
     """DescribeTrainingJob must say there is no such job: SageMaker never reuses a name."""
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -80,7 +82,7 @@ def check_name_free(sagemaker: SageMakerClient, name: str, region: str) -> None:
         raise SubmitFailed(f"checking the job name: {error_line(err)}") from None
     except BotoCoreError as err:
         raise SubmitFailed(f"checking the job name: {error_line(err)}") from None
-    raise NameTaken(name, region)
+    raise NameTaken(name, region, fix)
 
 
 def check_input_buckets(

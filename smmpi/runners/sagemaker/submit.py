@@ -94,6 +94,7 @@ class SageMakerRunner:
     on_log: Callable[[str], None] | None = None
     stop_on_interrupt: bool = False
     create_bucket: bool = True  # False: a missing bucket is refused (one the user named)
+    name_fix: str = "pick another --job-name"  # what to do when the job's name is taken
 
     def run(self, request: Request, source: bytes, options: RunOptions) -> Submission:
         bucket, key = split_s3(str(decode_hyperparameters(request)["sagemaker_submit_directory"]))
@@ -112,7 +113,7 @@ class SageMakerRunner:
         ``world``: the processes per host and the world size, for the "created" line;
         ``notes``: said once the checks passed (bad input stays one line)."""
         say, region = options.progress, options.region or ""
-        check_name_free(self.sagemaker, request["TrainingJobName"], region)
+        check_name_free(self.sagemaker, request["TrainingJobName"], region, self.name_fix)
         check_input_buckets(self.s3, request, region, {u.prefix for u in uploads})
         bucket = uploads[0].bucket
         if ensure_bucket(self.s3, bucket, region, self.create_bucket):
@@ -165,7 +166,7 @@ class SageMakerRunner:
             answer = self.sagemaker.create_training_job(**request)
         except (ClientError, BotoCoreError) as err:
             if error_code(err) in ("ResourceInUse", "ResourceInUseException"):
-                raise NameTaken(request["TrainingJobName"], region) from None
+                raise NameTaken(request["TrainingJobName"], region, self.name_fix) from None
             raise SubmitFailed(f"CreateTrainingJob refused: {error_line(err)}") from None
         return Submission(
             job_name=request["TrainingJobName"],

@@ -102,6 +102,8 @@ def submit_trainer(
         on_log=on_log,
         stop_on_interrupt=stop_on_interrupt,
         create_bucket=create_bucket or config.setting("bucket", job.bucket) is None,
+        # ModelTrainer names the job BASE-TIMESTAMP, to the second
+        name_fix="submit again in a second, or pick another --base-job-name",
     )
     options = RunOptions(region=settings.region, progress=say)
     world = (job.ppn, job.world_size)
