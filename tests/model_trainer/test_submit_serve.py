@@ -63,6 +63,18 @@ def test_a_2x2_job_runs_every_rank_to_completed(
     assert any((tmp_path / "got").iterdir())
 
 
+def test_the_packaged_demo_2x2_completes_with_every_rank_verified(
+    serve: ServeProcess, guard: dict[str, str]
+) -> None:
+    make_bucket(serve, "mt-submit-demo")
+    argv = ["submit", "demo", "-N", "2", "-n", "2", "--api", "model-trainer", "--role", ROLE]
+    done = run_checked([*argv, "--bucket", "mt-submit-demo"], {**serve.env, **guard})
+    assert done.returncode == 0, done.stderr[-4000:]
+    world = "Number of MPI processes that will talk to each other: 4 (2 host(s): algo-1, algo-2)"
+    assert f"[0] {world}" in done.stdout, done.stdout[-4000:]
+    assert "[0] demo: all 4 ranks verified their results" in done.stdout
+
+
 def test_a_failed_rank_gives_the_drivers_failure_text(
     serve: ServeProcess, tmp_path: Path, guard: dict[str, str]
 ) -> None:
