@@ -60,6 +60,8 @@ def channel_uploads(request: Mapping[str, Any], channels: Mapping[str, Path]) ->
                     prefix=uris[name].rstrip("/"),
                 )
             )
+    if not uploads:
+        raise SmmpiError("ModelTrainer uploaded no code and no sm_drivers channel")
     code = [u for u in uploads if u.prefix == uris.get("code", "").rstrip("/")]
     return code + [u for u in uploads if u not in code]  # the code channel first: code_uri
 
