@@ -32,6 +32,7 @@ from smmpi.runners.plan import Plan
 from smmpi.runners.plan import plan as plan_job
 from smmpi.runners.sagemaker.submit import Submission
 from smmpi.runners.sagemaker.submit import submit as submit_job
+from smmpi.runners.sagemaker.trainer import submit_trainer
 from smmpi.sdk.estimator import build, code_key, new_upload_id
 from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
@@ -88,8 +89,14 @@ def submit(
     stop_on_interrupt: bool = False,
     **more: Any,
 ) -> Submission:
-    """Upload the source dir, create the training job on SageMaker, and follow it if ``wait``."""
+    """Upload the source dir, create the training job on SageMaker, and follow it if ``wait``;
+    with ``api="model-trainer"``, the request ModelTrainer's ``train`` builds, with the
+    ``code`` and ``sm_drivers`` channels it uploads."""
     check_settings()
+    if job.api == "model-trainer":
+        return submit_trainer(
+            job, wait=wait, echo=echo, stop_on_interrupt=stop_on_interrupt, **more
+        )
     return submit_job(job, wait=wait, echo=echo, stop_on_interrupt=stop_on_interrupt, **more)
 
 

@@ -144,7 +144,11 @@ def _check_logs_args(job: str, rank: int | None, host: str | None, interval: flo
 
 
 def _check_rank(rank: int, st: JobStatus) -> None:
-    """A rank the job does not have (its world: instances x processes per host) is refused."""
+    """A rank the job does not have (its world: instances x processes per host) is refused.
+    A ModelTrainer job's description does not say its processes per host (they are in its
+    sm_drivers channel): any rank is looked for."""
+    if st.processes_per_host is None:
+        return
     world = st.instance_count * (st.processes_per_host or 1)
     if rank >= world:
         raise BadInput("rank", rank, f"0 to {world - 1} ({st.name} runs {world} ranks)")

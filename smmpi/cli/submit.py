@@ -192,10 +192,6 @@ def submit_cmd(
     if exact and not local:
         raise BadInput("--exact", True, "only with --local")
     job = _job(entry, fields)
-    if job.api == "model-trainer" and not (dry_run or local):
-        raise BadInput(
-            "--api", job.api, "model-trainer with --dry-run or --local (estimator to submit)"
-        )
     if local:
         passed = {"pass_env": list(pass_env), "with_credentials": with_credentials, "exact": exact}
         _run_here(job, timeout, log_dir, install_requirements, as_json, passed, isolation)

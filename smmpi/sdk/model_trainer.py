@@ -101,6 +101,9 @@ def trainer_spec(job: MPIJob, settings: Settings, source_dir: Path) -> dict[str,
         "tags": tags,
         "checkpoint_s3_uri": job.checkpoint_s3_uri,
         "inputs": job.input_map,
+        "output_path": job.output_path,
+        "encrypt_inter_container_traffic": job.encrypt_inter_container_traffic,
+        "network_isolation": job.network_isolation,
         "subnets": list(settings.subnets),
         "security_groups": list(settings.security_groups),
     }
@@ -116,6 +119,19 @@ def source_folder(job: MPIJob, into: Path) -> Path:
     return folder
 
 
+def check_v2_networking(job: MPIJob, settings: Settings) -> None:
+    """SDK v2's ``Networking`` (sagemaker_core's ``VpcConfig``) requires subnets and security
+    groups, so v2's ModelTrainer cannot isolate or encrypt a job outside a VPC."""
+    for name in ("network_isolation", "encrypt_inter_container_traffic"):
+        if getattr(job, name) and not settings.subnets:
+            raise BadInput(
+                name,
+                True,
+                "with api model-trainer, only in a VPC (subnets and security groups: SDK v2's "
+                f"ModelTrainer needs one), with SDK v3 (${SDK3_PYTHON}), or with api estimator",
+            )
+
+
 def _in_sdk3(
     python: str, spec: dict[str, Any], keep: Path
 ) -> tuple[dict[str, Any], dict[str, Path]]:
@@ -129,8 +145,17 @@ def _in_sdk3(
 
 def capture_offline(job: MPIJob, keep: Path) -> Captured:
     """The request ModelTrainer builds for ``job``, with no credentials and no network."""
-    settings = resolve_settings(job, offline=True)
+    return capture(job, keep, resolve_settings(job, offline=True))
+
+
+def capture(job: MPIJob, keep: Path, settings: Settings) -> Captured:
+    """The request ModelTrainer's ``train`` sends for ``job`` with ``settings``, and a copy of
+    each channel it uploads (under ``keep``). The SDK runs offline either way: its session
+    refuses every HTTP request, so building the request creates nothing (a submit sends it
+    and uploads the copies itself, :mod:`smmpi.runners.sagemaker.trainer`)."""
     sdk3 = os.environ.get(SDK3_PYTHON)
+    if not sdk3:
+        check_v2_networking(job, settings)
     with no_metadata_lookups(), tempfile.TemporaryDirectory(prefix="smmpi-mt-") as tmp:
         spec = trainer_spec(job, settings, source_folder(job, Path(tmp)))
         if sdk3:

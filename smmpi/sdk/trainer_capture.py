@@ -117,10 +117,20 @@ def trainer(spec: dict[str, Any], sdk: types.SimpleNamespace, session: Any) -> A
         kwargs["input_data_config"] = [
             c.InputData(channel_name=name, data_source=uri) for name, uri in spec["inputs"].items()
         ]
-    if spec["subnets"]:
-        kwargs["networking"] = c.Networking(
-            subnets=spec["subnets"], security_group_ids=spec["security_groups"]
+    if spec.get("output_path"):
+        kwargs["output_data_config"] = c.OutputDataConfig(
+            s3_output_path=spec["output_path"], compression_type="GZIP"
         )
+    isolated = bool(spec.get("network_isolation"))
+    encrypted = bool(spec.get("encrypt_inter_container_traffic"))
+    networking = dict(
+        subnets=spec["subnets"],
+        security_group_ids=spec["security_groups"],
+        enable_network_isolation=isolated,
+        enable_inter_container_traffic_encryption=encrypted,
+    )
+    if any(networking.values()):  # each only when set (v2 needs a VPC: see model_trainer)
+        kwargs["networking"] = c.Networking(**{k: v for k, v in networking.items() if v})
     return sdk.ModelTrainer(**kwargs)
 
 

@@ -37,14 +37,6 @@ def _refused(tmp_path: Path, *args: str, **env: str) -> str:
     return done.stderr.strip()
 
 
-def test_submitting_it_is_refused_in_one_line(tmp_path: Path) -> None:
-    line = _refused(tmp_path, "--role", "arn:aws:iam::123456789012:role/x", "--bucket", "b-1")
-    assert line == (
-        "smmpi: invalid --api: 'model-trainer'; allowed: model-trainer with --dry-run or "
-        "--local (estimator to submit)"
-    )
-
-
 def test_processes_mode_is_refused_in_one_line(tmp_path: Path) -> None:
     expected = (
         "smmpi: invalid isolation: 'processes'; allowed: auto or hosts (a ModelTrainer "

@@ -108,8 +108,6 @@ def test_cli_dry_run_json(env: dict[str, str], tmp_path: Path) -> None:
     ("argv", "line"),
     [
         (["--api", "v3"], "smmpi: invalid api: 'v3'; allowed: estimator or model-trainer"),
-        # submitting through ModelTrainer is not supported yet (--dry-run and --local are)
-        (["--api", "model-trainer", "--role", ROLE, "--bucket", "b-1"], "invalid --api"),
         (["--api", "model-trainer", "--job-name", "x1", "--dry-run"], "job_name"),
     ],
 )

@@ -11,24 +11,32 @@ call did not write is ever deleted or overwritten:
    a named bucket that does not is refused (``smmpi infra deploy`` makes one,
    ``--create-bucket`` a plain one); only the SDK's own default bucket is
    created unasked, as the SDK does, and said so;
-4. the source dir goes to a key that holds this call's own id, written only if
-   nothing is there (``If-None-Match``);
-5. CreateTrainingJob; if SageMaker refuses it, that one key is deleted.
+4. the source dir goes to a key that holds this call's own id (ModelTrainer's ``code``
+   and ``sm_drivers`` channels: keys under the job's own name, :mod:`.trainer`), each
+   written only if nothing is there (``If-None-Match``);
+5. CreateTrainingJob; if SageMaker refuses it, this call's keys are deleted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from smmpi import config
 from smmpi.aws.clients import split_s3
-from smmpi.aws.errors import MISSING_BUCKET, error_code, error_line, is_not_found
+from smmpi.aws.errors import error_code, error_line
 from smmpi.catalog import SOURCE_WARN_BYTES
-from smmpi.errors import BadInput, SmmpiError
+from smmpi.errors import SmmpiError
 from smmpi.ops.cloudwatch import JobLog
 from smmpi.runners.base import Progress, Runner, RunOptions, silent
+from smmpi.runners.sagemaker.checks import (
+    NameTaken,
+    NoSuchBucket,
+    check_input_buckets,
+    check_name_free,
+    ensure_bucket,
+)
 from smmpi.runners.sagemaker.follow import follow
 from smmpi.runners.sagemaker.job import Interrupted, Submission, SubmitFailed
 from smmpi.sdk import estimator
@@ -47,102 +55,26 @@ __all__ = [
     "SageMakerRunner",
     "Submission",
     "SubmitFailed",
+    "Upload",
     "ensure_bucket",
     "follow",
     "submit",
 ]
 
 
-class NameTaken(SmmpiError):
-    """A training job of that name exists (exit code 2: nothing was created)."""
+@dataclass(frozen=True)
+class Upload:
+    """One object a submit writes: ``what`` names it in an error line."""
 
-    exit_code = 2
+    bucket: str
+    key: str
+    body: bytes
+    what: str = "the source dir"
+    prefix: str = ""  # the channel's S3 URI this object belongs to, if any
 
-    def __init__(self, name: str, region: str) -> None:
-        super().__init__(
-            f"job name {name!r} is already taken by a training job in {region} "
-            "(SageMaker never reuses a name): pick another --job-name"
-        )
-
-
-class NoSuchBucket(SmmpiError):
-    """A named bucket that does not exist (exit code 2: nothing was created)."""
-
-    exit_code = 2
-
-    def __init__(self, bucket: str, region: str) -> None:
-        super().__init__(
-            f"bucket {bucket!r} does not exist in {region}: create smmpi's bucket with "
-            "`smmpi infra deploy` (encrypted, versioned, TLS-only), or pass --create-bucket "
-            "to create a plain one"
-        )
-
-
-def ensure_bucket(s3: S3Client, bucket: str, region: str, create: bool = True) -> bool:
-    """True if the bucket had to be created; a missing one is :class:`NoSuchBucket` unless
-    ``create`` (the SDK's own default bucket, or ``--create-bucket``)."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        s3.head_bucket(Bucket=bucket)
-        return False
-    except ClientError as err:
-        if error_code(err) not in MISSING_BUCKET:
-            raise SubmitFailed(f"bucket {bucket}: {error_line(err)}") from None
-    except BotoCoreError as err:
-        raise SubmitFailed(f"bucket {bucket}: {error_line(err)}") from None
-    if not create:
-        raise NoSuchBucket(bucket, region)
-    kwargs: dict[str, Any] = {"Bucket": bucket}
-    if region != "us-east-1":
-        kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
-    try:
-        s3.create_bucket(**kwargs)  # type: ignore[arg-type]
-    except (ClientError, BotoCoreError) as err:
-        raise SubmitFailed(f"creating bucket {bucket}: {error_line(err)}") from None
-    return True
-
-
-def check_name_free(sagemaker: SageMakerClient, name: str, region: str) -> None:
-    """DescribeTrainingJob must say there is no such job: SageMaker never reuses a name."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        sagemaker.describe_training_job(TrainingJobName=name)
-    except ClientError as err:
-        if is_not_found(err):
-            return
-        raise SubmitFailed(f"checking the job name: {error_line(err)}") from None
-    except BotoCoreError as err:
-        raise SubmitFailed(f"checking the job name: {error_line(err)}") from None
-    raise NameTaken(name, region)
-
-
-def check_input_buckets(s3: S3Client, request: Request, region: str) -> None:
-    """Each S3 channel's bucket must exist, as ``--bucket``'s must (before anything is created).
-
-    Only "no such bucket" is refused: a bucket the user cannot see may still be
-    one the job's role can read.
-    """
-    from botocore.exceptions import ClientError
-
-    seen: set[str] = set()
-    for channel in request.get("InputDataConfig") or []:
-        source: dict[str, Any] = dict(channel.get("DataSource") or {})
-        uri = str((source.get("S3DataSource") or {}).get("S3Uri", ""))
-        bucket = split_s3(uri)[0] if uri.startswith("s3://") else ""
-        if not bucket or bucket in seen:
-            continue
-        seen.add(bucket)
-        try:
-            s3.head_bucket(Bucket=bucket)
-        except ClientError as err:
-            if error_code(err) in MISSING_BUCKET:
-                raise BadInput(
-                    f"input {channel.get('ChannelName')}",
-                    uri,
-                    f"an S3 URI in a bucket that exists (no bucket {bucket!r} in {region})",
-                ) from None
+    @property
+    def uri(self) -> str:
+        return self.prefix or f"s3://{self.bucket}/{self.key}"
 
 
 @dataclass
@@ -162,19 +94,46 @@ class SageMakerRunner:
     on_log: Callable[[str], None] | None = None
     stop_on_interrupt: bool = False
     create_bucket: bool = True  # False: a missing bucket is refused (one the user named)
+    name_fix: str = "pick another --job-name"  # what to do when the job's name is taken
 
     def run(self, request: Request, source: bytes, options: RunOptions) -> Submission:
-        say = options.progress
         bucket, key = split_s3(str(decode_hyperparameters(request)["sagemaker_submit_directory"]))
-        check_name_free(self.sagemaker, request["TrainingJobName"], options.region or "")
-        check_input_buckets(self.s3, request, options.region or "")
-        self._upload(bucket, key, source, options.region or "", say)
-        sub = self._create(request, bucket, key, options.region or "")
+        world = (processes_per_host(request), world_size(request))
+        return self.run_uploads(request, [Upload(bucket, key, source)], options, world)
+
+    def run_uploads(
+        self,
+        request: Request,
+        uploads: Sequence[Upload],
+        options: RunOptions,
+        world: tuple[int, int],
+        notes: Sequence[str] = (),
+    ) -> Submission:
+        """Upload ``uploads`` (all in the job's bucket), create the job, follow it if ``wait``;
+        ``world``: the processes per host and the world size, for the "created" line;
+        ``notes``: said once the checks passed (bad input stays one line)."""
+        say, region = options.progress, options.region or ""
+        check_name_free(self.sagemaker, request["TrainingJobName"], region, self.name_fix)
+        check_input_buckets(self.s3, request, region, {u.prefix for u in uploads})
+        bucket = uploads[0].bucket
+        if ensure_bucket(self.s3, bucket, region, self.create_bucket):
+            say(f"created bucket s3://{bucket}")
+        for note in notes:
+            say(f"smmpi: note: {note}")
+        written: list[Upload] = []
+        try:
+            for upload in uploads:
+                self._upload(upload)
+                written.append(upload)
+            sub = self._create(request, uploads[0], region)
+        except SmmpiError:  # refused: not a Ctrl-C, after which a job may exist
+            for upload in written:  # this call's own keys, and nothing else
+                _delete_quietly(self.s3, upload.bucket, upload.key)
+            raise
         resources = request["ResourceConfig"]
         say(
             f"created training job {sub.job_name} ({resources['InstanceCount']} x "
-            f"{resources['InstanceType']}, {processes_per_host(request)} processes each, "
-            f"world size {world_size(request)})"
+            f"{resources['InstanceType']}, {world[0]} processes each, world size {world[1]})"
         )
         if self.wait:
             log = JobLog(self.logs, sub.job_name) if self.on_log is not None else None
@@ -189,32 +148,31 @@ class SageMakerRunner:
             )
         return sub
 
-    def _upload(self, bucket: str, key: str, source: bytes, region: str, say: Progress) -> None:
+    def _upload(self, upload: Upload) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        if ensure_bucket(self.s3, bucket, region, self.create_bucket):
-            say(f"created bucket s3://{bucket}")
-        try:  # the key holds this call's own id; If-None-Match: never over another object
-            self.s3.put_object(Bucket=bucket, Key=key, Body=source, IfNoneMatch="*")
+        try:  # the key holds this job's own name or id; If-None-Match: never over another object
+            self.s3.put_object(
+                Bucket=upload.bucket, Key=upload.key, Body=upload.body, IfNoneMatch="*"
+            )
         except (ClientError, BotoCoreError) as err:
-            raise SubmitFailed(f"uploading the source dir: {error_line(err)}") from None
+            raise SubmitFailed(f"uploading {upload.what}: {error_line(err)}") from None
 
-    def _create(self, request: Request, bucket: str, key: str, region: str) -> Submission:
-        """CreateTrainingJob; the source is removed again if SageMaker refuses the job."""
+    def _create(self, request: Request, code: Upload, region: str) -> Submission:
+        """CreateTrainingJob (the caller removes this call's uploads if it is refused)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             answer = self.sagemaker.create_training_job(**request)
         except (ClientError, BotoCoreError) as err:
-            _delete_quietly(self.s3, bucket, key)  # this call's upload, and nothing else
             if error_code(err) in ("ResourceInUse", "ResourceInUseException"):
-                raise NameTaken(request["TrainingJobName"], region) from None
+                raise NameTaken(request["TrainingJobName"], region, self.name_fix) from None
             raise SubmitFailed(f"CreateTrainingJob refused: {error_line(err)}") from None
         return Submission(
             job_name=request["TrainingJobName"],
             arn=str(answer.get("TrainingJobArn", "")),
             request=request,
-            code_uri=f"s3://{bucket}/{key}",
+            code_uri=code.uri,
             region=region,
         )
 
@@ -259,7 +217,7 @@ def submit(
     except (ClientError, BotoCoreError) as err:
         raise SubmitFailed(f"resolving the account: {error_line(err)}") from None
     request = _request(built)
-    _warn_if_big(job, echo or silent)
+    warn_if_big(job, echo or silent)
     runner = SageMakerRunner(
         built.session.sagemaker_client,
         boto.client("s3"),
@@ -274,7 +232,7 @@ def submit(
     return runner.run(request, estimator.pack_source(job), options)
 
 
-def _warn_if_big(job: MPIJob, say: Progress) -> None:
+def warn_if_big(job: MPIJob, say: Progress) -> None:
     total = sum(size for _, size in job.program.manifest())
     if total > SOURCE_WARN_BYTES:
         say(
