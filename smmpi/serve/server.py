@@ -136,6 +136,7 @@ class Server:
             parallel=self.parallel, isolation=self.isolation, event=self.event, exact=self.exact,
         )  # fmt: skip
         app = App(self.keys, self.runner, self._written, self.logs.job_streams)
+        self.journal.compact()  # what later deletes undid is not replayed
         self.journal.replay(app.moto_app)  # IAM, CloudFormation and the clients' own logs
         self.s3.restore()
         self._sdk_config()
