@@ -10,7 +10,6 @@ ends ``Stopped``), then saves S3's state.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -26,9 +25,6 @@ from smmpi.serve.s3store import S3Store
 from smmpi.serve.state import Keys, load_keys, read_json, state_folder, write_json
 
 DEFAULT_REGION = "us-west-2"
-#: Seconds a thread may hold the GIL while others wait for it (Python's default is 5 ms):
-#: a request's thread, woken by its socket, waits at most this long behind a busy one.
-SWITCH_INTERVAL = 0.001
 SDK_CONFIG = "sagemaker-config.yaml"
 RUNNING = "server.json"  # the running serve's address, for `smmpi serve --env`
 
@@ -79,7 +75,6 @@ class Server:
         self._httpd: Any = None
         self._url: str | None = None
         self._thread: threading.Thread | None = None
-        self._switch = sys.getswitchinterval()
 
     def running_url(self) -> str | None:
         """The address of the serve running on this state folder, if one is."""
@@ -132,8 +127,6 @@ class Server:
         from smmpi.serve.front import make_server
 
         _fresh_moto()
-        self._switch = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._switch, SWITCH_INTERVAL))
         self.journal = Journal(self.root)
         self.s3 = S3Store(self.root)
         self.logs = JobLogs(self.root)
@@ -177,7 +170,6 @@ class Server:
         close_connections(self._httpd)
         self._httpd = None
         self.s3.sync()
-        sys.setswitchinterval(self._switch)
 
     def __enter__(self) -> Server:
         return self.start()

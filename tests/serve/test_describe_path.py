@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from botocore.validate import ParamValidator
 
-from smmpi.serve import Server
 from smmpi.serve.errors import ApiError
 from smmpi.serve.model import check
-from smmpi.serve.server import SWITCH_INTERVAL
 
 pytestmark = pytest.mark.aws
 
@@ -41,11 +36,3 @@ def test_anything_else_is_refused_as_before(params: dict[str, object], says: str
         check("DescribeTrainingJob", params)
     assert caught.value.code == "ValidationException"
     assert says in caught.value.message
-
-
-def test_serve_shortens_the_gil_switch_interval_while_it_runs(tmp_path: Path) -> None:
-    before = sys.getswitchinterval()
-    assert before > SWITCH_INTERVAL
-    with Server(state=tmp_path / "state"):
-        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
-    assert sys.getswitchinterval() == pytest.approx(before)
