@@ -2,6 +2,7 @@
 ListTrainingJobs over 1,000 stored jobs, and serve's memory idle and over sequential jobs.
 
     python benchmarks/bench_serve.py [--runs 5] [--jobs 200] [--baseline OTHER/bin/smmpi]
+                                     [--memory-baseline]
 
 Every figure comes from this one invocation (medians of ``--runs`` alternating runs), so the
 comparison is like with like on a shared machine. With ``--baseline``, the pollers are also
@@ -304,17 +305,28 @@ def _list_rows(serve: Serve, env: dict[str, str], stored: int) -> None:
           f"{statistics.median(filtered) * 1000:.1f} ms (filtered)")  # fmt: skip
 
 
-def _memory_rows(serve: Serve, env: dict[str, str], jobs: int) -> None:
-    """RSS every 50 sequential 1x2 jobs, and how many completed."""
+WARM_UP = 20  # jobs before the memory baseline: caches and moto's lazy imports filled
+
+
+def _memory_rows(serve: Serve, env: dict[str, str], jobs: int, label: str = "this") -> None:
+    """RSS after a warm-up (the first ``WARM_UP`` sequential 1x2 jobs) and after ``jobs``,
+    side by side, with every 50 jobs' mark, and how many completed."""
     marks = [f"{serve.rss_mb():.1f}"]
-    done = 0
+    done, warm = 0, float("nan")
     for i in range(jobs):
         seconds = _run_job(serve, _prepared(serve, env, f"bench-seq-{i}", 1, 2))
         done += seconds == seconds  # NaN when the job did not complete
+        if i + 1 == WARM_UP:
+            warm = serve.rss_mb()
         if (i + 1) % 50 == 0 or i + 1 == jobs:
             marks.append(f"{serve.rss_mb():.1f}")
-    print(f"RSS (MB) every 50 of {jobs} sequential 1x2 jobs ({done} completed): "
-          + " -> ".join(marks))  # fmt: skip
+    final = serve.rss_mb()
+    per_job = (final - warm) * 1024 / max(1, jobs - WARM_UP)
+    print(
+        f"RSS ({label}) after {WARM_UP} jobs (warm-up): {warm:.1f} MB; after {jobs} jobs: "
+        f"{final:.1f} MB; {per_job:+.1f} KB per job after the warm-up ({done} completed)"
+    )
+    print(f"RSS ({label}, MB) every 50 of {jobs} sequential 1x2 jobs: " + " -> ".join(marks))
 
 
 def main() -> None:
@@ -323,6 +335,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2, help="poller rounds per serve")
     parser.add_argument("--baseline", help="another checkout's smmpi, measured side by side")
+    parser.add_argument("--memory-baseline", action="store_true",
+                        help="also run the sequential jobs against --baseline's serve")  # fmt: skip
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
@@ -334,6 +348,8 @@ def main() -> None:
         base = Serve(tmp / "baseline" / "state", env, args.baseline)
         _bucket(base)
         _describe_rows(base, env, "baseline", args.rounds)
+        if args.memory_baseline:
+            _memory_rows(base, env, args.jobs, "baseline")
         base.stop()
     serve = Serve(tmp / "state", env)
     time.sleep(1)
@@ -352,7 +368,7 @@ def main() -> None:
           f"(runs {', '.join(f'{x:.2f}' for x in via_local)}); serve - local = "
           f"{m_serve - m_local:+.2f} s")  # fmt: skip
     _list_rows(serve, env, args.runs + args.rounds)
-    _memory_rows(serve, env, args.jobs)
+    _memory_rows(serve, env, args.jobs, "this")
     serve.stop()
 
 

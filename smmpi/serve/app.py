@@ -14,13 +14,14 @@ import json
 import sys
 import traceback
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
 from smmpi.serve import operations
 from smmpi.serve.auth import Incoming, scope_of, verify
 from smmpi.serve.errors import ApiError, Response, render
-from smmpi.serve.journal import Call
+from smmpi.serve.journal import Call, changes, new_seed, seeded
 from smmpi.serve.state import Keys
 
 MOTO_SERVICES = frozenset({"s3", "logs", "sts", "iam", "cloudformation"})
@@ -150,10 +151,13 @@ class App:
             status.append(code)
             return start_response(code, headers, *exc)
 
-        answer = self.moto_app(signed.service)(environ, heard)
+        call = Call(signed.service, signed.region, method, path, query,
+                    str(environ.get("CONTENT_TYPE") or ""), target, body)  # fmt: skip
+        if changes(call):  # kept: answered with ids the journal's replay gives again
+            call = replace(call, seed=new_seed())
+        with seeded(call.seed):
+            answer = self.moto_app(signed.service)(environ, heard)
         if method not in _READS or target:
-            call = Call(signed.service, signed.region, method, path, query,
-                        str(environ.get("CONTENT_TYPE") or ""), target, body)  # fmt: skip
             self.written(call, int(status[-1][:3]) if status and status[-1][:3].isdigit() else 0)
         return answer  # type: ignore[no-any-return]
 

@@ -64,6 +64,7 @@ def scope_of(authorization: str | None) -> tuple[str, str] | None:
     return (scope["region"], scope["service"]) if scope else None
 
 
+@functools.lru_cache(maxsize=1024)  # pollers send the same paths again and again
 def _path(host: str, path: str, service: str) -> str:
     """The canonical URI: as sent for S3 (botocore's S3SigV4Auth), else normalized and quoted."""
     raw = urlsplit(f"http://{host}{path}").path
@@ -72,6 +73,8 @@ def _path(host: str, path: str, service: str) -> str:
 
 def _query(query: str) -> str:
     """The canonical query string, as botocore builds it from the request's parameters."""
+    if not query:
+        return ""
     pairs = sorted(
         (quote(key, safe="-_.~"), quote(value, safe="-_.~"))
         for key, value in parse_qsl(query, keep_blank_values=True)
@@ -123,17 +126,25 @@ def signature(keys: Keys, incoming: Incoming, signed: list[str], scope: tuple[st
 _STAMP = re.compile(r"^(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$")
 
 
-def _timestamp(headers: dict[str, str], service: str | None) -> str:
-    stamp = headers.get("x-amz-date", "")
+@functools.lru_cache(maxsize=256)
+def _epoch(stamp: str) -> float | None:
+    """``X-Amz-Date``'s time (``YYYYMMDDTHHMMSSZ``) in epoch seconds; None if malformed."""
     found = _STAMP.match(stamp)
     try:
         if found is None:
-            raise ValueError(stamp)
+            return None
         year, month, day, hour, minute, second = (int(part) for part in found.groups())
-        when = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
+        return datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc).timestamp()
     except ValueError:
-        raise auth_error("missing", "X-Amz-Date is missing or malformed", service) from None
-    if abs(time.time() - when.timestamp()) > MAX_SKEW:
+        return None
+
+
+def _timestamp(headers: dict[str, str], service: str | None) -> str:
+    stamp = headers.get("x-amz-date", "")
+    when = _epoch(stamp)
+    if when is None:
+        raise auth_error("missing", "X-Amz-Date is missing or malformed", service)
+    if abs(time.time() - when) > MAX_SKEW:
         raise auth_error("expired", "Signature expired: X-Amz-Date is too far from now", service)
     return stamp
 

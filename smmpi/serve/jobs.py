@@ -4,6 +4,10 @@ Each job is a JSON file under ``STATE/jobs`` (its name passed SageMaker's
 pattern first, so it is one plain file name), rewritten 0600 at every change,
 so a restart finds every job as it was. Times are epoch seconds, which is how
 SageMaker's JSON protocol sends timestamps.
+
+Memory holds the whole record of the jobs that have not ended, and only
+ListTrainingJobs' summary of the others: an ended job's record is read from
+its file when asked for, so serve's memory does not grow with the jobs it ran.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from smmpi.serve.errors import ApiError, not_found
 from smmpi.serve.state import read_json, subfolder, write_json
 
 TERMINAL = ("Completed", "Failed", "Stopped")
-ANSWERS_KEPT = 256  # DescribeTrainingJob bodies kept built (the jobs being polled)
+ANSWERS_KEPT = 16  # DescribeTrainingJob bodies of ended jobs kept built (the last asked for)
 ACCOUNT = "123456789012"
 
 #: SageMaker's words for each secondary status (DescribeTrainingJob's StatusMessage).
@@ -36,6 +40,12 @@ MESSAGES = {
     "Stopped": "Training job stopped",
     "MaxRuntimeExceeded": "Training job runtime exceeded MaxRuntimeInSeconds provided",
 }
+
+#: What ListTrainingJobs shows of a job (all that memory keeps of an ended one).
+SUMMARY = (
+    "TrainingJobName", "TrainingJobArn", "CreationTime", "TrainingEndTime",
+    "LastModifiedTime", "TrainingJobStatus", "SecondaryStatus",
+)  # fmt: skip
 
 #: The request's fields DescribeTrainingJob echoes back.
 ECHOED = (
@@ -53,21 +63,34 @@ def job_arn(region: str, name: str) -> str:
     return f"arn:aws:sagemaker:{region}:{ACCOUNT}:training-job/{name.lower()}"
 
 
+def _summary(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: record[k] for k in SUMMARY if k in record}
+
+
 class JobStore:
     """Every job serve knows, in memory and under ``folder``; all access under one lock."""
 
     def __init__(self, root: Path) -> None:
         self.folder = subfolder(root, "jobs")
         self.lock = threading.RLock()
-        self.jobs: dict[str, dict[str, Any]] = {}  # lower-case name -> record
+        self.live: dict[str, dict[str, Any]] = {}  # lower-case name -> record (not ended)
+        self.summaries: dict[str, dict[str, Any]] = {}  # lower-case name -> SUMMARY (every job)
         self._answers: dict[str, bytes] = {}  # lower-case name -> DescribeTrainingJob's body
         for path in sorted(self.folder.glob("*.json")):
-            record = read_json(path)
-            self.jobs[str(record["TrainingJobName"]).lower()] = record
+            self._keep(read_json(path))
+
+    def _keep(self, record: dict[str, Any]) -> None:
+        key = str(record["TrainingJobName"]).lower()
+        self.summaries[key] = _summary(record)
+        if record["TrainingJobStatus"] in TERMINAL:
+            self.live.pop(key, None)
+        else:
+            self.live[key] = record
 
     def _save(self, record: dict[str, Any]) -> None:
         self._answers.pop(str(record["TrainingJobName"]).lower(), None)
         write_json(self.folder / f"{record['TrainingJobName']}.json", record)
+        self._keep(record)
 
     def create(self, request: dict[str, Any], region: str) -> dict[str, Any]:
         name = str(request["TrainingJobName"])
@@ -91,22 +114,27 @@ class JobStore:
             "_Tags": list(request.get("Tags") or []),
         }
         with self.lock:
-            if name.lower() in self.jobs:
+            if name.lower() in self.summaries:
                 raise ApiError(
                     "ResourceInUse",
                     f"Training job names must be unique within an AWS account and region, and "
                     f"a training job with this name already exists ({record['TrainingJobArn']})",
                 )
-            self.jobs[name.lower()] = record
             self._save(record)
         return record
 
     def get(self, name: object) -> dict[str, Any]:
+        """The job's record: the one in memory while it runs, else a fresh copy from its file."""
+        key = str(name).lower()
         with self.lock:
-            record = self.jobs.get(str(name).lower())
-            if record is None:
+            record = self.live.get(key)
+            if record is not None:
+                return record
+            summary = self.summaries.get(key)
+            if summary is None:
                 raise not_found()
-            return record
+            found: dict[str, Any] = read_json(self.folder / f"{summary['TrainingJobName']}.json")
+            return found
 
     def by_arn(self, arn: object) -> dict[str, Any]:
         text = str(arn)
@@ -116,16 +144,19 @@ class JobStore:
 
     def describe_body(self, name: object) -> bytes:
         """DescribeTrainingJob's JSON body, built once per change of the job (every change
-        goes through ``_save``, which drops it), so a poller costs no copy nor encoding."""
+        goes through ``_save``, which drops it), so a poller costs no copy nor encoding.
+        Every running job's body is kept; of ended jobs, the last ``ANSWERS_KEPT`` asked for."""
         key = str(name).lower()
         with self.lock:
-            body = self._answers.get(key)
+            body = self._answers.pop(key, None)
             if body is None:
                 record = self.get(name)
                 shown = {k: v for k, v in record.items() if not k.startswith("_")}
-                body = self._answers[key] = json.dumps(shown, default=str).encode()
-                if len(self._answers) > ANSWERS_KEPT:  # the oldest built goes first
-                    self._answers.pop(next(iter(self._answers)))
+                body = json.dumps(shown, default=str).encode()
+            self._answers[key] = body  # the last asked for is the last to go
+            if len(self._answers) > len(self.live) + ANSWERS_KEPT:
+                ended = next((k for k in self._answers if k not in self.live), None)
+                self._answers.pop(ended or next(iter(self._answers)))
             return body
 
     def update(self, name: str, **fields: Any) -> dict[str, Any]:
@@ -165,5 +196,6 @@ class JobStore:
             self._save(record)
 
     def snapshot(self) -> list[dict[str, Any]]:
+        """Every job's summary (``SUMMARY``'s fields)."""
         with self.lock:
-            return list(self.jobs.values())
+            return list(self.summaries.values())

@@ -1,9 +1,11 @@
 """A job's CloudWatch log: ``/aws/sagemaker/TrainingJobs``, one stream per instance.
 
-Streams are named as SageMaker names them, ``JOB/algo-k-<epoch>``. Events go
-into moto's Logs backend as they come (so GetLogEvents sees a rank's line at
-once) and are appended to ``STATE/logs/JOB/algo-k.jsonl``, from which a
-restart puts them back.
+Streams are named as SageMaker names them, ``JOB/algo-k-<epoch>``. While the
+job runs, events go into moto's Logs backend as they come (so GetLogEvents
+sees a rank's line at once) and are appended to ``STATE/logs/JOB/algo-k.jsonl``.
+When the job ends, its streams stay in moto but their events are read from
+those files whenever moto reads them (:mod:`.kept`), as they are after a
+restart: serve's memory does not grow with the logs of the jobs it ran.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from smmpi.serve import kept
 from smmpi.serve.jobs import ACCOUNT
 from smmpi.serve.state import read_json, subfolder, write_json
 
@@ -38,9 +41,13 @@ def _ensure(region: str, stream: str) -> None:
         backend.create_log_stream(GROUP, stream)
 
 
-def _put(region: str, stream: str, events: list[dict[str, Any]]) -> None:
+def _put(region: str, name: str, events: list[dict[str, Any]]) -> list[Any]:
+    """Put ``events`` into moto's stream ``name``; moto's events for them (ingestion, id)."""
+    stream = _backend(region).groups[GROUP].streams[name]
+    before = len(stream.events)
     for start in range(0, len(events), 5000):  # PutLogEvents takes 10,000 at most
-        _backend(region).put_log_events(GROUP, stream, events[start : start + 5000])
+        _backend(region).put_log_events(GROUP, name, events[start : start + 5000])
+    return list(stream.events[before:])
 
 
 class JobLogs:
@@ -69,12 +76,27 @@ class JobLogs:
         events = [{"timestamp": now, "message": line[:_MAX_MESSAGE]} for line in lines]
         with self.lock:
             _ensure(region, stream)
-            _put(region, stream, events)
+            put = _put(region, stream, events)
             path = subfolder(self.folder, name) / f"{host}.jsonl"
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "a", encoding="utf-8", errors="surrogateescape") as f:
-                for event in events:
-                    f.write(json.dumps([event["timestamp"], event["message"]]) + "\n")
+                f.writelines(kept.line(event) for event in put)
+
+    def close(self, name: str) -> None:
+        """The job ended: its streams' events are read from its files from now on."""
+        with self.lock:
+            folder = self.folder / name
+            if not (folder / "streams.json").is_file():
+                return  # it never started (failed or stopped before training)
+            data = read_json(folder / "streams.json")
+            streams = _backend(data["region"]).groups.get(GROUP)
+            for host, stream_name in data["streams"].items():
+                stream = streams.streams.get(stream_name) if streams else None
+                if stream is not None and not isinstance(stream.events, kept.KeptEvents):
+                    summary = kept.summary_of(stream)
+                    data.setdefault("kept", {})[host] = summary
+                    kept.keep(stream, folder / f"{host}.jsonl", summary)
+            write_json(folder / "streams.json", data)
 
     def workers(
         self, name: str, region: str, streams: dict[str, str], lines: Callable[[str], list[str]]
@@ -84,25 +106,21 @@ class JobLogs:
             self.append(name, region, host, streams[host], lines(host))
 
     def restore(self) -> None:
-        """Put every kept job's streams and events back into moto's Logs backend."""
-        oldest = int((time.time() - 13 * 86400) * 1000)  # CloudWatch refuses older events
+        """Put every kept job's streams back into moto's Logs backend, their events on disk."""
         for folder in sorted(p for p in self.folder.iterdir() if p.is_dir()):
             index = folder / "streams.json"
             if not index.is_file():
                 continue
             data = read_json(index)
+            summaries = data.setdefault("kept", {})
             for host, stream in data["streams"].items():
                 _ensure(data["region"], stream)
                 path = folder / f"{host}.jsonl"
-                if not path.is_file():
-                    continue
-                events = []
-                with open(path, encoding="utf-8", errors="surrogateescape") as f:
-                    for line in f:
-                        stamp, message = json.loads(line)
-                        if stamp >= oldest:
-                            events.append({"timestamp": stamp, "message": message})
-                _put(data["region"], stream, events)
+                if host not in summaries:  # serve stopped before the job ended
+                    summaries[host] = kept.summary_of_file(path)
+                moto_stream = _backend(data["region"]).groups[GROUP].streams[stream]
+                kept.keep(moto_stream, path, summaries[host])
+            write_json(index, data)
 
     def job_streams(self, target: str, body: bytes, region: str) -> bytes | None:
         """DescribeLogStreams' answer for one training job's streams, all in one page.

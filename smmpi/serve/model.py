@@ -82,6 +82,25 @@ def _walk(value: Any, shape: Any, where: str, errors: list[str]) -> None:
             _walk(item, shape.value, f"{where}.{key}.value", errors)
 
 
+def _plain(params: dict[str, Any], shape: Any) -> bool:
+    """Only strings, each long enough, for string members, the required ones present (as a
+    poller's DescribeTrainingJob): botocore's validator would find nothing to report."""
+    members = shape.members
+    for name, value in params.items():
+        member = members[name]
+        if not isinstance(value, str) or member.type_name != "string":
+            return False
+        if len(value) < member.metadata.get("min", 0):
+            return False
+    return all(name in params for name in shape.required_members)
+
+
+def _botocore_check(params: dict[str, Any], shape: Any) -> None:
+    report = ParamValidator().validate(params, shape)
+    if report.has_errors():
+        raise validation(report.generate_report().splitlines()[-1].strip()[:1000])
+
+
 def check(operation_name: str, params: Any) -> dict[str, Any]:
     """``params`` if the operation's input accepts them, else SageMaker's ValidationException."""
     if not isinstance(params, dict):
@@ -95,9 +114,8 @@ def check(operation_name: str, params: Any) -> dict[str, Any]:
             f'Unknown parameter in input: "{unknown[0][:100]}", must be one of: '
             + ", ".join(shape.members)
         )
-    report = ParamValidator().validate(params, shape)
-    if report.has_errors():
-        raise validation(report.generate_report().splitlines()[-1].strip()[:1000])
+    if not _plain(params, shape):  # botocore's checks, where they could find something
+        _botocore_check(params, shape)
     errors: list[str] = []
     _walk(params, shape, "", errors)
     if errors:

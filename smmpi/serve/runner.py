@@ -146,6 +146,8 @@ class JobRunner:
         finally:
             with self.lock:
                 self.running.pop(name, None)
+            with contextlib.suppress(OSError, KeyError, ValueError):  # else kept in memory
+                self.logs.close(name)  # its events are read from disk from now on
             shutil.rmtree(self.work_root / name, ignore_errors=True)
             shutil.rmtree(self.runs / name, ignore_errors=True)
 

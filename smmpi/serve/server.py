@@ -29,11 +29,23 @@ SDK_CONFIG = "sagemaker-config.yaml"
 RUNNING = "server.json"  # the running serve's address, for `smmpi serve --env`
 
 
+def _untracked_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    return object.__new__(cls)
+
+
 def _fresh_moto() -> None:
-    """moto's backends are this process's: empty them, so only the state folder fills them."""
+    """moto's backends are this process's: empty them, so only the state folder fills them.
+
+    moto also keeps every model object it ever made (every S3 object, log event, role...,
+    deleted or replaced ones included) in a list per class, for its dashboard, which serve
+    does not serve: that list would make serve's memory grow with every request. In serve's
+    process, moto's objects live as long as moto's backends hold them, and no longer.
+    """
+    from moto.core.common_models import BaseModel
     from moto.moto_api._internal.models import moto_api_backend
 
-    moto_api_backend.reset()
+    BaseModel.__new__ = staticmethod(_untracked_new)  # type: ignore[assignment,method-assign]
+    moto_api_backend.reset()  # which also empties the lists
 
 
 class Server:
@@ -124,6 +136,7 @@ class Server:
             parallel=self.parallel, isolation=self.isolation, event=self.event, exact=self.exact,
         )  # fmt: skip
         app = App(self.keys, self.runner, self._written, self.logs.job_streams)
+        self.journal.compact()  # what later deletes undid is not replayed
         self.journal.replay(app.moto_app)  # IAM, CloudFormation and the clients' own logs
         self.s3.restore()
         self._sdk_config()
