@@ -20,8 +20,9 @@ from urllib.parse import quote
 
 from smmpi.serve import operations
 from smmpi.serve.auth import Incoming, scope_of, verify
+from smmpi.serve.calls import Call
 from smmpi.serve.errors import ApiError, Response, render
-from smmpi.serve.journal import Call, changes, new_seed, seeded
+from smmpi.serve.journal import changes, new_seed, seeded
 from smmpi.serve.state import Keys
 
 MOTO_SERVICES = frozenset({"s3", "logs", "sts", "iam", "cloudformation"})

@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable
 from urllib.parse import parse_qs
 
-from smmpi.serve.journal import Call, operation
+from smmpi.serve.calls import Call, operation
 
 #: (service, kind): (parameter naming it, the operation creating it, the one deleting it)
 KINDS = {

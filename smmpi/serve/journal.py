@@ -29,32 +29,16 @@ import secrets
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote
+from urllib.parse import unquote
 
+from smmpi.serve.calls import Call, operation
 from smmpi.serve.state import subfolder, write_private
 
 SERVICES = frozenset({"iam", "cloudformation", "logs"})
 _READS = ("Describe", "Get", "List", "Filter", "Validate", "Estimate", "Simulate", "Test",
           "StartQuery", "StopQuery")  # fmt: skip
-_MAX_ACTION = 128
-
-
-@dataclass(frozen=True)
-class Call:
-    """One request to a moto service, as the journal keeps it."""
-
-    service: str
-    region: str
-    method: str
-    path: str  # raw, as sent
-    query: str
-    content_type: str
-    target: str  # X-Amz-Target (JSON protocols), or ""
-    body: bytes
-    seed: int | None = None  # moto's random generator's seed while it answered
 
 
 _SEEDED = threading.Lock()
@@ -78,16 +62,6 @@ def seeded(seed: int | None) -> Iterator[None]:
             yield
         finally:
             mock_random.seed()  # the next ids are unpredictable again
-
-
-def operation(call: Call) -> str:
-    """The operation a request names: X-Amz-Target's, else the query protocols' Action."""
-    if call.target:
-        return call.target.rpartition(".")[2][:_MAX_ACTION]
-    found = parse_qs(call.query).get("Action")
-    if not found and call.content_type.startswith("application/x-www-form-urlencoded"):
-        found = parse_qs(call.body.decode("utf-8", "replace")).get("Action")
-    return (found or [""])[0][:_MAX_ACTION]
 
 
 def changes(call: Call) -> bool:

@@ -17,8 +17,9 @@ from types import TracebackType
 from typing import Any
 
 from smmpi.serve.app import App
+from smmpi.serve.calls import Call
 from smmpi.serve.jobs import ACCOUNT, JobStore
-from smmpi.serve.journal import Call, Journal, changes
+from smmpi.serve.journal import Journal, changes
 from smmpi.serve.logs import JobLogs
 from smmpi.serve.runner import JobRunner
 from smmpi.serve.s3store import S3Store
