@@ -4,7 +4,9 @@
 
 Each figure is the median wall time of ``--runs`` alternating runs in this one invocation
 (plain ``mpirun --oversubscribe -np 4`` then smmpi), so both see the same machine. The
-target is smmpi within +0.5 s of plain mpirun for each demo.
+target is smmpi within +0.5 s of plain mpirun for each demo. The first row is an empty
+program (``from mpi4py import MPI``): smmpi's fixed cost per run. The load average is
+printed before and after: figures taken under load are not the target's.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ sys.path.insert(0, str(ROOT))
 from tests.compat.conftest import fetch_sdist  # noqa: E402
 
 BIN = Path(sys.executable).parent
+EMPTY = "empty.py"  # written next to the demos: smmpi's fixed cost per run
 DEMOS = [
+    (EMPTY, ""),
     ("helloworld.py", ""),
     ("mandelbrot/mandelbrot.py", ""),
     ("compute-pi/cpi-cco.py", "100\n"),
@@ -43,6 +47,10 @@ def _timed(argv: list[str], cwd: Path, stdin: str, env: dict[str, str]) -> float
     return time.monotonic() - start
 
 
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
@@ -57,6 +65,10 @@ def main() -> None:
         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
         "SMMPI_ISOLATION": options.mode,
     }
+    # as an installed smmpi runs: its modules' bytecode cached (pip compiles it at install)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    (demo_dir / EMPTY).write_text("from mpi4py import MPI  # noqa: F401\n")
+    print(f"load average before: {_load()}")
     print(f"| demo (mpi4py {version}) | mpirun -np 4 | smmpi run -N 2 -n 2 ({options.mode}) | + |")
     print("|---|---|---|---|")
     for demo, stdin in DEMOS:
@@ -70,6 +82,7 @@ def main() -> None:
             here.append(_timed(smmpi_argv, folder, stdin, env))
         p, h = statistics.median(plain), statistics.median(here)
         print(f"| {demo} | {p:.2f} s | {h:.2f} s | {h - p:+.2f} s |", flush=True)
+    print(f"load average after: {_load()}")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ def _aws_region() -> tuple[str | None, str]:
         if os.environ.get(var):
             return os.environ[var], f" (from {var})"
     check_environment()
+    if not any(os.path.isfile(path) for path in _profile_files()):
+        return None, ""  # no profile to read: botocore would find none (and cost ~0.1 s)
     try:
         import botocore.session
 
@@ -53,6 +55,16 @@ def _aws_region() -> tuple[str | None, str]:
     except Exception:  # no botocore, or a broken profile: a dry run still works
         return None, ""
     return (str(region), " (from the AWS profile)") if region else (None, "")
+
+
+def _profile_files() -> tuple[str, ...]:
+    """The files a profile's region comes from: botocore reads the config file and adds
+    the profiles of the credentials file to it."""
+    files = (
+        ("AWS_CONFIG_FILE", "~/.aws/config"),
+        ("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials"),
+    )
+    return tuple(os.path.expanduser(os.environ.get(var) or default) for var, default in files)
 
 
 def resolve_region(flag: str | None = None) -> str | None:

@@ -7,7 +7,6 @@ call's name, so the set-up can say which step the kernel refused.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import fcntl
 import os
 import socket
@@ -38,7 +37,8 @@ _SIOCGIFFLAGS, _SIOCSIFFLAGS = 0x8913, 0x8914
 _SIOCSIFADDR, _SIOCSIFNETMASK = 0x8916, 0x891C
 _IFF_UP = 0x1
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+# The C library's symbols, through this process's own (find_library would run ldconfig).
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _check(result: int, call: str, what: str = "") -> None:

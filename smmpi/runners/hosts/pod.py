@@ -218,16 +218,35 @@ def inner(spec: dict[str, Any]) -> int:
             return _status(status)
 
 
+def _is_instance_init(pid: int) -> bool:
+    """Whether ``pid`` is an instance's first process (id 1 in its own PID namespace)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("NSpid:"):
+                    return line.split()[-1] == "1"
+    except OSError:
+        pass
+    return False
+
+
+def _survivors(holders: set[int]) -> set[int]:
+    """Processes of the pod (this PID namespace's own /proc) besides PID 1, the holders and
+    the instances' first processes, which stay until the pod ends."""
+    alive = {int(p) for p in os.listdir("/proc") if p.isdigit()} - holders - {1}
+    return {p for p in alive if not _is_instance_init(p)}
+
+
 def _let_survivors_record(holders: set[int], wait: float = 0.5) -> None:
     """Processes that outlived the command (a rank that killed every other one, kill(-1))
-    get a moment to record it before PID 1's exit kills them; usually there are none."""
+    get a moment to record it before PID 1's exit kills them; usually there are none,
+    and the pod ends at once."""
     deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
+    while True:
         with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass
-        alive = {int(p) for p in os.listdir("/proc") if p.isdigit()}  # this pod's own /proc
-        if not alive - holders - {1}:
+        if not _survivors(holders) or time.monotonic() >= deadline:
             return
         time.sleep(0.02)
 

@@ -141,11 +141,8 @@ def _wait(
     while True:  # blocking waits: Ctrl-C and SIGTERM still interrupt them (KeyboardInterrupt)
         now = time.monotonic()
         step = POLL if deadline is None else max(0.0, min(POLL, deadline - now))
-        try:
-            supervisor.proc.wait(step)
+        if supervisor.ended_within(step):
             return
-        except subprocess.TimeoutExpired:
-            pass
         now = time.monotonic()
         if deadline is not None and now >= deadline:
             break

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -39,6 +40,21 @@ class Supervisor:
         translate: Callable[[int], dict[int, int]] | None = None,
     ) -> None:
         self.proc, self.stack_dir, self.translate = proc, stack_dir, translate
+
+    def ended_within(self, seconds: float) -> bool:
+        """Whether the reaper ends within ``seconds``, seen the moment it does
+        (``Popen.wait`` with a timeout looks in sleeps of up to 50 ms)."""
+        try:
+            fd = os.pidfd_open(self.proc.pid)
+        except OSError:  # already reaped, or no pidfd here
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(seconds)
+            return self.proc.returncode is not None
+        try:
+            select.select([fd], [], [], seconds)
+        finally:
+            os.close(fd)
+        return self.proc.poll() is not None
 
     def rank_pids(self) -> dict[int, int]:
         pids: dict[int, int] = {}
