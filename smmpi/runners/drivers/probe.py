@@ -23,17 +23,15 @@ from typing import Any
 
 
 def _paramiko_stand_in() -> None:
-    """The driver imports paramiko at module level; the probe never opens a connection."""
-    try:
-        import paramiko  # noqa: F401
-    except ImportError:
-        module = types.ModuleType("paramiko")
-        client = types.SimpleNamespace(MissingHostKeyPolicy=object, SSHClient=object)
-        module.client = client  # type: ignore[attr-defined]
-        module.MissingHostKeyPolicy = object  # type: ignore[attr-defined]
-        module.SSHClient = object  # type: ignore[attr-defined]
-        module.SSHException = Exception  # type: ignore[attr-defined]
-        sys.modules["paramiko"] = module
+    """The driver imports paramiko at module level, for the ssh bootstrap the probe replaces:
+    a stand-in of the names it reads at import (importing paramiko costs 0.13 s)."""
+    module = types.ModuleType("paramiko")
+    client = types.SimpleNamespace(MissingHostKeyPolicy=object, SSHClient=object)
+    module.client = client  # type: ignore[attr-defined]
+    module.MissingHostKeyPolicy = object  # type: ignore[attr-defined]
+    module.SSHClient = object  # type: ignore[attr-defined]
+    module.SSHException = Exception  # type: ignore[attr-defined]
+    sys.modules["paramiko"] = module
 
 
 def _environment(drivers: Path, given: dict[str, Any]) -> None:

@@ -218,23 +218,39 @@ def inner(spec: dict[str, Any]) -> int:
             return _status(status)
 
 
-def _is_instance_init(pid: int) -> bool:
-    """Whether ``pid`` is an instance's first process (id 1 in its own PID namespace)."""
+def _status_of(pid: int) -> dict[str, str]:
+    fields = {}
     try:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
             for line in status:
-                if line.startswith("NSpid:"):
-                    return line.split()[-1] == "1"
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
     except OSError:
         pass
-    return False
+    return fields
+
+
+def _is_instance_init(pid: int) -> bool:
+    """Whether ``pid`` is an instance's first process (id 1 in its own PID namespace)."""
+    nspid = _status_of(pid).get("NSpid", "").split()
+    return bool(nspid) and nspid[-1] == "1"
+
+
+def _is_instance_sshd(pid: int, holders: set[int]) -> bool:
+    """Whether ``pid`` is an instance's sshd (exact mode): started from this namespace into
+    the instance's, so its parent is a holder, this PID 1 or the instance's first process."""
+    fields = _status_of(pid)
+    parent = int(fields.get("PPid") or 0)
+    if fields.get("Name") != "sshd":
+        return False
+    return parent in holders or parent == 1 or _is_instance_init(parent)
 
 
 def _survivors(holders: set[int]) -> set[int]:
-    """Processes of the pod (this PID namespace's own /proc) besides PID 1, the holders and
-    the instances' first processes, which stay until the pod ends."""
+    """Processes of the pod (this PID namespace's own /proc) besides PID 1, the holders, the
+    instances' first processes and their sshd, which stay until the pod ends."""
     alive = {int(p) for p in os.listdir("/proc") if p.isdigit()} - holders - {1}
-    return {p for p in alive if not _is_instance_init(p)}
+    return {p for p in alive if not (_is_instance_init(p) or _is_instance_sshd(p, holders))}
 
 
 def _let_survivors_record(holders: set[int], wait: float = 0.5) -> None:
