@@ -113,5 +113,16 @@ def main() -> int:
     return 0
 
 
+def _end(code: int) -> None:
+    """Exit without the interpreter's shutdown: PyTorch's own threads can reach for the GIL
+    while it finalizes, and Python then ends them with ``pthread_exit``, which C++ turns into
+    ``terminate`` (SIGABRT, exit 134) after the program's work is done and written."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if not MPI.Is_finalized():
+        MPI.Finalize()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _end(main())

@@ -29,12 +29,15 @@ def _exports(env: dict[str, str]) -> list[str]:
 
 def _print_env(server: Any, wait: float = 30.0) -> None:
     """The export lines of the serve running on this state folder (waits for it to start)."""
+    from smmpi.serve.state import load_keys
+
     deadline = time.monotonic() + wait
     while (url := server.running_url()) is None:
         if time.monotonic() > deadline:
             raise BadInput("--state", str(server.root), "the state folder of a running smmpi serve")
         time.sleep(0.1)
     server.use_url(url)
+    server.keys = load_keys(server.root)  # the running serve's pair (it may have made it)
     for line in _exports(server.env):
         click.echo(line)
 

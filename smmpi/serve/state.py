@@ -59,14 +59,21 @@ def subfolder(root: Path, *parts: str) -> Path:
     return folder
 
 
-def write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` (0600) through a temporary file, never through a link."""
+def write_private(path: Path, data: bytes, *, new: bool = False) -> None:
+    """Write ``data`` to ``path`` (0600) through a temporary file, never through a link.
+
+    ``new``: only if ``path`` does not exist yet (FileExistsError otherwise), so that of two
+    processes writing at once, one wins whole and the other can read what it wrote."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
+        if new:
+            os.link(tmp, path)  # atomic, and refused where a file (or link) already is
+            tmp.unlink()
+        else:
+            os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -97,5 +104,9 @@ def load_keys(folder: Path) -> Keys:
         data = read_json(path)
         return Keys(str(data["access_key"]), str(data["secret_key"]))
     keys = _new_keys()
-    write_json(path, {"access_key": keys.access_key, "secret_key": keys.secret_key})
+    data = {"access_key": keys.access_key, "secret_key": keys.secret_key}
+    try:  # a serve and `smmpi serve --env` starting at once on a new folder: one pair wins
+        write_private(path, json.dumps(data).encode(), new=True)
+    except FileExistsError:
+        return load_keys(folder)
     return keys

@@ -143,6 +143,10 @@ def _read_rows(
         lines.append(line)
         if '{"ready"' in line:
             pids = _rank_pids(PROBE.name)
+            settle = time.monotonic() + 10  # a rank's child between fork and exec has its argv
+            while len(pids) != 4 and time.monotonic() < settle:
+                time.sleep(0.05)
+                pids = _rank_pids(PROBE.name)
             assert len(pids) == 4, pids
             shared = _outside_namespaces(pids, pod)
             go.write_text("go")
