@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import base_env
+from tests.serve.serving import ServeProcess
 
 
 @pytest.fixture
@@ -16,3 +20,16 @@ def in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("SMMPI_ISOLATION", raising=False)
     monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
     return tmp_path
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """One ``smmpi serve`` per test module, on isolated hosts (ModelTrainer's requests)."""
+    root = tmp_path_factory.mktemp("serve-mt")
+    env = base_env(root)
+    env.pop("SMMPI_ISOLATION", None)
+    server = ServeProcess(root / "state", env)
+    try:
+        yield server
+    finally:
+        server.stop()

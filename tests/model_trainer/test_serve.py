@@ -9,12 +9,11 @@ request's own container start on every instance, and the logs come back through 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import BIN, base_env, write
+from tests.helpers import BIN, write
 from tests.model_trainer.test_local_driver import FAILS, WORLD
 from tests.sdk.sdk3 import sdk3_python
 from tests.serve.serving import ROLE, ServeProcess
@@ -66,18 +65,6 @@ except Exception as err:
     sys.exit(7)
 print("STATUS", trainer._latest_training_job.training_job_status)
 """
-
-
-@pytest.fixture(scope="module")
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    root = tmp_path_factory.mktemp("serve-mt")
-    env = base_env(root)
-    env.pop("SMMPI_ISOLATION", None)  # ModelTrainer's requests run on isolated hosts
-    server = ServeProcess(root / "state", env)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _train(

@@ -6,28 +6,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import base_env, run_checked, write
+from tests.helpers import run_checked, write
 from tests.model_trainer.test_local_driver import FAILS, WORLD
 from tests.serve.serving import ROLE, ServeProcess, make_bucket
 
 pytestmark = pytest.mark.aws
-
-
-@pytest.fixture(scope="module")
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    root = tmp_path_factory.mktemp("serve-mt-submit")
-    env = base_env(root)
-    env.pop("SMMPI_ISOLATION", None)  # ModelTrainer's requests run on isolated hosts
-    server = ServeProcess(root / "state", env)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _submit(

@@ -218,8 +218,29 @@ def submit(
         raise SubmitFailed(f"resolving the account: {error_line(err)}") from None
     request = _request(built)
     warn_if_big(job, echo or silent)
-    runner = SageMakerRunner(
-        built.session.sagemaker_client,
+    runner = runner_for(
+        job, built.session.sagemaker_client, boto, wait, poll, on_log, stop_on_interrupt,
+        create_bucket,
+    )  # fmt: skip
+    options = RunOptions(region=built.settings.region, progress=echo or silent)
+    return runner.run(request, estimator.pack_source(job), options)
+
+
+def runner_for(
+    job: MPIJob,
+    sagemaker: Any,
+    boto: Any,
+    wait: bool,
+    poll: float | None,
+    on_log: Callable[[str], None] | None,
+    stop_on_interrupt: bool,
+    create_bucket: bool,
+    name_fix: str = "pick another --job-name",
+) -> SageMakerRunner:
+    """The runner of one submission: logs followed only when waiting with a consumer, and the
+    SDK's default bucket (no bucket of the user's) created when missing."""
+    return SageMakerRunner(
+        sagemaker,
         boto.client("s3"),
         boto.client("logs") if wait and on_log is not None else None,
         wait=wait,
@@ -227,9 +248,8 @@ def submit(
         on_log=on_log,
         stop_on_interrupt=stop_on_interrupt,
         create_bucket=create_bucket or config.setting("bucket", job.bucket) is None,
+        name_fix=name_fix,
     )
-    options = RunOptions(region=built.settings.region, progress=echo or silent)
-    return runner.run(request, estimator.pack_source(job), options)
 
 
 def warn_if_big(job: MPIJob, say: Progress) -> None:

@@ -19,13 +19,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from smmpi import config
 from smmpi.aws.clients import split_s3
 from smmpi.aws.errors import error_line
 from smmpi.errors import SmmpiError
 from smmpi.runners.base import Progress, RunOptions, silent
 from smmpi.runners.sagemaker.job import Submission, SubmitFailed
-from smmpi.runners.sagemaker.submit import SageMakerRunner, Upload, warn_if_big
+from smmpi.runners.sagemaker.submit import Upload, runner_for, warn_if_big
 from smmpi.sdk import model_trainer
 from smmpi.sdk.session import boto_session
 from smmpi.sdk.settings import account_and_bucket, resolve_settings
@@ -95,18 +94,12 @@ def submit_trainer(
         request = cast("Request", captured.request)
         uploads = channel_uploads(request, captured.channels)
     warn_if_big(job, say)
-    runner = SageMakerRunner(
-        boto.client("sagemaker"),
-        boto.client("s3"),
-        boto.client("logs") if wait and on_log is not None else None,
-        wait=wait,
-        poll=poll,
-        on_log=on_log,
-        stop_on_interrupt=stop_on_interrupt,
-        create_bucket=create_bucket or config.setting("bucket", job.bucket) is None,
-        # ModelTrainer names the job BASE-TIMESTAMP, to the second
-        name_fix="submit again in a second, or pick another --base-job-name",
-    )
+    # ModelTrainer names the job BASE-TIMESTAMP, to the second
+    retry = "submit again in a second, or pick another --base-job-name"
+    runner = runner_for(
+        job, boto.client("sagemaker"), boto, wait, poll, on_log, stop_on_interrupt,
+        create_bucket, retry,
+    )  # fmt: skip
     options = RunOptions(region=settings.region, progress=say)
     world = (job.ppn, job.world_size)
     # the notes say what smmpi did to the driver's line, and why
