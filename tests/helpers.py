@@ -197,3 +197,35 @@ def write(path: Path, text: str) -> Path:
 def no_run_dirs(tmp: Path) -> bool:
     """No ``smmpi-run-*`` folder is left in ``tmp`` (a run's private TMPDIR)."""
     return not any(tmp.glob("smmpi-run-*"))
+
+
+class PipeLines:
+    """Whole lines from a child's pipe as they come, with no buffer that ``select`` cannot see.
+
+    ``select`` on a ``Popen`` pipe and then ``readline`` loses lines: one read can take two
+    lines into the file object's buffer, and ``select`` on the descriptor then waits for bytes
+    that already came.
+    """
+
+    def __init__(self, proc: subprocess.Popen[Any]) -> None:
+        assert proc.stdout is not None
+        self.proc, self.fd, self.rest = proc, proc.stdout.fileno(), b""
+
+    def next_lines(self, wait: float = 0.1) -> list[str]:
+        """The lines complete now (waiting up to ``wait`` for more); [] at the end too."""
+        import select
+
+        if select.select([self.fd], [], [], wait)[0]:
+            chunk = os.read(self.fd, 65536)
+            self.rest += chunk if chunk else b"\n" if self.rest else b""
+        *done, self.rest = self.rest.split(b"\n")
+        return [line.decode(errors="replace") for line in done]
+
+    def until(self, count: int, marker: str, deadline: float, why: Any = "") -> list[str]:
+        """Lines up to the ``count``-th with ``marker`` in it; fails at ``deadline``."""
+        lines: list[str] = []
+        while sum(marker in ln for ln in lines) < count:
+            alive = self.proc.poll() is None and time.monotonic() < deadline
+            assert alive, "".join(f"{ln}\n" for ln in lines) + (why() if callable(why) else why)
+            lines += self.next_lines()
+        return lines

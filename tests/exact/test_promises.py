@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import time
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BIN, base_env, processes_left, smmpi
+from tests.helpers import BIN, PipeLines, base_env, processes_left, smmpi
 from tests.runners.hosts.footprint import namespaces_in_use, new_namespaces
 
 
@@ -54,15 +53,15 @@ def test_sigkill_of_smmpi_leaves_no_sshd_orted_rank_or_namespace(tmp_path: Path)
         [str(BIN / "smmpi"), "run", str(script), "-N", "3", "-n", "1", "--exact"],
         env=_env(tmp_path),
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=(tmp_path / "stderr").open("wb"),
     )
-    assert proc.stdout is not None
-    deadline, started = time.monotonic() + 120, 0
     try:
-        while started < 3:
-            assert proc.poll() is None and time.monotonic() < deadline
-            if select.select([proc.stdout], [], [], 0.1)[0]:
-                started += b"<stdout>:started" in proc.stdout.readline()
+        PipeLines(proc).until(
+            3,
+            "<stdout>:started",
+            time.monotonic() + 120,
+            lambda: (tmp_path / "stderr").read_text() + _processes_of(str(tmp_path)),
+        )
         assert len(_sshd_of_now(str(tmp_path))) == 3  # one sshd listening per instance
     finally:
         proc.send_signal(signal.SIGKILL)
@@ -70,6 +69,20 @@ def test_sigkill_of_smmpi_leaves_no_sshd_orted_rank_or_namespace(tmp_path: Path)
     assert processes_left(str(tmp_path)) == []  # sshd, orted, ranks
     assert processes_left(script.name) == []
     assert new_namespaces(before) == set()
+
+
+def _processes_of(marker: str) -> str:
+    """What runs for this test, for the message of a start that did not finish."""
+    lines = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmd or "orted" in cmd or "sshd" in cmd:
+            lines.append(f"{pid} {state} {cmd[:200]}")
+    return "\n" + "\n".join(lines)
 
 
 def _sshd_of_now(marker: str) -> list[str]:

@@ -11,7 +11,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -24,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import BIN, base_env, smmpi
+from tests.helpers import BIN, PipeLines, base_env, smmpi
 from tests.runners.hosts.footprint import Machine, wait_gone
 
 PROBE = Path(__file__).with_name("boundary_probe.py")
@@ -130,18 +129,17 @@ def _read_rows(
     proc: subprocess.Popen[str], go: Path, deadline: float, pod: set[str]
 ) -> tuple[list[str], list[str]]:
     """Rank 0 waits for ``go``: check the namespaces of the pod meanwhile, then let it go on."""
-    assert proc.stdout is not None
+    pipe = PipeLines(proc)
     lines: list[str] = []
     shared: list[str] = []
-    while proc.poll() is None or select.select([proc.stdout], [], [], 0)[0]:
+    while True:
         assert time.monotonic() < deadline, "the probe did not finish"
-        if not select.select([proc.stdout], [], [], 0.1)[0]:
-            continue
-        line = proc.stdout.readline()
-        if not line:
+        ended = proc.poll() is not None
+        more = pipe.next_lines()
+        lines += more
+        if ended and not more and not pipe.rest:
             break
-        lines.append(line)
-        if '{"ready"' in line:
+        if any('{"ready"' in line for line in more):
             pids = _rank_pids(PROBE.name)
             settle = time.monotonic() + 10  # a rank's child between fork and exec has its argv
             while len(pids) != 4 and time.monotonic() < settle:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from smmpi.runners.hosts.argv import isolated_argv
-from tests.helpers import BIN, ROOT, base_env, smmpi
+from tests.helpers import BIN, ROOT, PipeLines, base_env, smmpi
 from tests.nobody import NOBODY, give_to_nobody
 from tests.runners.hosts.footprint import Machine, namespaces_in_use, new_namespaces
 
@@ -158,14 +157,8 @@ def test_sigkill_of_smmpi_leaves_nothing(
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 120
-    started = 0
     try:  # each rank says so (its /tmp is its instance's own: no file would reach this test)
-        while started < 6:
-            assert proc.poll() is None and time.monotonic() < deadline
-            if select.select([proc.stdout], [], [], 0.1)[0]:
-                started += b"<stdout>:started" in proc.stdout.readline()
+        PipeLines(proc).until(6, "<stdout>:started", time.monotonic() + 120)
         assert len(_ranks_of(script)) == 6
     finally:
         proc.send_signal(signal.SIGKILL)  # the test's point, and no leftover if it fails
