@@ -264,3 +264,28 @@ def test_a_request_naming_a_dot_folder_is_refused_as_the_toolkit_refuses_it(
             "container refuses others)"
         ]
     assert not (tmp_path / "fast" / "jobs").exists()
+
+
+def test_a_pytorch_images_toolkit_finds_no_tensorflow(tmp_path: Path) -> None:
+    """A PyTorch image has no TensorFlow, so its toolkit imports none, even where this
+    environment has one; what importing it would set (``TF2_BEHAVIOR``, ...) reaches no rank,
+    as in the fast mode. The ranks themselves still see this environment's packages."""
+    code = tmp_path / "code"
+    code.mkdir()
+    write(
+        code / "train.py",
+        "import importlib.util, os\nfrom mpi4py import MPI\n"
+        "set_by_tf = sorted(k for k in ('TF2_BEHAVIOR', 'KMP_INIT_AT_FORK') if k in os.environ)\n"
+        "found = importlib.util.find_spec('tensorflow') is not None\n"
+        "print('seen', MPI.COMM_WORLD.rank, set_by_tf, found, flush=True)\n",
+    )
+    fast = _submit(tmp_path, code, "train.py", False)
+    exact = _submit(tmp_path, code, "train.py", True)
+    assert (fast.returncode, exact.returncode) == (0, 0), exact.stderr
+    assert (
+        _said(fast.stdout)
+        == _said(exact.stdout)
+        == {rank: sorted(["seen", str(rank), "[]", "True"]) for rank in range(4)}
+    )
+    said = "Exceptions not imported for SageMaker TF as Tensorflow is not installed."
+    assert said in exact.stderr

@@ -86,17 +86,36 @@ def toolkit_sources(image: str = "") -> tuple[Path, ...] | None:
     return toolkits.sources(image)
 
 
-def toolkit_python(sources: tuple[Path, ...]) -> Path:
+def toolkit_python(sources: tuple[Path, ...], absent: tuple[str, ...] = ()) -> Path:
     """The interpreter ``train`` and the ranks run with: a venv of this Python that sees the
     toolkit's packages, then this environment's (mpi4py, the user's packages), through a
     ``.pth`` file; built once per pair under ~/.smmpi/toolkits (0700) and reused. Each
     instance gets its own copy of it, where the toolkit's pip installs the code's
-    requirements (launch.Pod.own_copies)."""
+    requirements (launch.Pod.own_copies). ``train`` itself does not find the packages in
+    ``absent`` (the framework the image does not ship); the ranks it starts do."""
     sitedirs = [*map(str, sources), site_packages()]
-    return cached_venv(toolkits.cache_root(), "toolkit", sitedirs, {"train": _TRAIN})
+    train = _TRAIN.format(absent=repr(tuple(absent)))
+    return cached_venv(toolkits.cache_root(), "toolkit", sitedirs, {"train": train})
 
 
-_TRAIN = "import sys\nfrom sagemaker_training.cli.train import main\nsys.exit(main())\n"
+#: The container's ``train``. A PyTorch image has no TensorFlow: its toolkit's process finds
+#: none (``process.get_tensorflow_exception_classes`` then logs so and picks no TensorFlow
+#: error class), even where this environment has it; processes it starts are not affected.
+_TRAIN = """import sys
+
+
+class NotInTheImage:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {absent}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NotInTheImage())
+from sagemaker_training.cli.train import main
+
+sys.exit(main())
+"""
 
 
 def toolkit_env(
@@ -136,7 +155,7 @@ def toolkit_command(
 ) -> launch.Command:
     """The pod for exact mode with the toolkit: every instance runs ``train``, as the
     container starts; ``first`` is algo-1's fast-mode environment (smmpi's run variables)."""
-    venv_dir = toolkit_python(toolkit)
+    venv_dir = toolkit_python(toolkit, toolkits.toolkit_of(shape.image).absent)
     run_env = {k: first[k] for k in _RUN_VARIABLES if k in first}
     run_env["PYTHONPATH"] = str(site_dir(run_dir))  # the rank hook, not /opt/ml/code
     envs = tuple(toolkit_env(shape, base, run_env, venv_dir) for _ in shape.hosts)

@@ -54,6 +54,9 @@ class Toolkit:
     version: str  # sagemaker-training's
     requirements: tuple[str, ...]  # installed with their dependencies
     as_is: tuple[str, ...] = ()  # installed without theirs (--no-deps)
+    #: the other framework, which the image does not ship: the toolkit's own process (not the
+    #: ranks) must not find it in this environment (exact.toolkit_python)
+    absent: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -78,13 +81,17 @@ _TRAINING_4_DEPENDENCIES = (
 )
 TOOLKITS = {
     "pytorch": Toolkit(
-        "pytorch", "5.1.4", ("sagemaker-training==5.1.4", "sagemaker-pytorch-training==3.0.0")
+        "pytorch",
+        "5.1.4",
+        ("sagemaker-training==5.1.4", "sagemaker-pytorch-training==3.0.0"),
+        absent=("tensorflow",),
     ),
     "tensorflow": Toolkit(
         "tensorflow",
         "4.8.3",
         _TRAINING_4_DEPENDENCIES,
         ("sagemaker-training==4.8.3", "sagemaker-tensorflow-training==20.5.0"),
+        absent=("torch",),
     ),
 }
 

@@ -28,7 +28,7 @@ def site_packages() -> str:
 def cached_venv(root: Path, kind: str, sitedirs: Sequence[str], scripts: Mapping[str, str]) -> Path:
     """The venv under ``root`` that sees ``sitedirs`` (first first) through ``smmpi_<kind>.pth``
     and has ``scripts`` (name -> Python source) in ``bin``, run by its own ``python3``."""
-    named = "\0".join([kind, *sitedirs, sys.version])
+    named = "\0".join([kind, *sitedirs, sys.version, *(f"{k}={v}" for k, v in scripts.items())])
     venv_dir = root / hashlib.sha256(named.encode()).hexdigest()[:16]
     if all((venv_dir / "bin" / name).is_file() for name in scripts):
         return venv_dir
