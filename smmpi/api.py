@@ -11,7 +11,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smmpi import config
 from smmpi.aws.clients import resolve_region
@@ -20,24 +20,20 @@ from smmpi.catalog import resolve
 from smmpi.errors import BadInput
 from smmpi.ops.settings import check_settings
 from smmpi.runners.base import Progress, RunOptions, writer
-from smmpi.runners.local.inputs import fetch_source
-from smmpi.runners.local.job import run_request
 from smmpi.runners.local.layout import passed_variables
-from smmpi.runners.local.records import LocalJob
-from smmpi.runners.local.remote import describe_remote, request_from_description
 from smmpi.runners.local.runner import run_program
-from smmpi.runners.local.sdk import local_estimator, submit_local, submit_trainer_local
-from smmpi.runners.local.supervise import RunResult
-from smmpi.runners.plan import Plan
-from smmpi.runners.plan import plan as plan_job
-from smmpi.runners.sagemaker.submit import Submission
-from smmpi.runners.sagemaker.submit import submit as submit_job
-from smmpi.runners.sagemaker.trainer import submit_trainer
-from smmpi.sdk.estimator import build, code_key, new_upload_id
+from smmpi.sdk.estimator import code_key, new_upload_id
 from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
 from smmpi.spec.limits import check_log_dir
 from smmpi.toolkit.shape import Framework, shape_from_program
+
+# Each entry imports what only it uses, when called: `smmpi run` starts no SDK or submit code.
+if TYPE_CHECKING:
+    from smmpi.runners.local.records import LocalJob
+    from smmpi.runners.local.supervise import RunResult
+    from smmpi.runners.plan import Plan
+    from smmpi.runners.sagemaker.submit import Submission
 
 
 def options(
@@ -61,12 +57,16 @@ def options(
 
 def plan(job: MPIJob, *, job_name: str | None = None) -> Plan:
     """The CreateTrainingJob request and container mpirun argv, offline (no credentials)."""
+    from smmpi.runners.plan import plan as plan_job
+
     return plan_job(job, job_name=job_name)
 
 
 def run_local(job: MPIJob, *, job_name: str | None = None, **local_options: Any) -> LocalJob:
     """The SDK's ``fit`` with its CreateTrainingJob answered by a run here (``submit --local``);
     with ``api="model-trainer"``, ModelTrainer's ``train`` and the SDK's MPI driver."""
+    from smmpi.runners.local.sdk import submit_local, submit_trainer_local
+
     if job.api == "model-trainer":
         return submit_trainer_local(job, options(**local_options))
     return submit_local(job, options(**local_options), job_name=job_name or job.job_name)
@@ -76,6 +76,9 @@ def estimator(
     job: MPIJob, *, offline: bool = False, local: bool = False, **local_options: Any
 ) -> Any:
     """The SDK estimator for ``job``; with ``local``, its ``fit`` runs the job here."""
+    from smmpi.runners.local.sdk import local_estimator
+    from smmpi.sdk.estimator import build
+
     if local:
         return local_estimator(job, options(**local_options), job_name=job.job_name)
     return build(job, offline=offline).estimator
@@ -92,6 +95,9 @@ def submit(
     """Upload the source dir, create the training job on SageMaker, and follow it if ``wait``;
     with ``api="model-trainer"``, the request ModelTrainer's ``train`` builds, with the
     ``code`` and ``sm_drivers`` channels it uploads."""
+    from smmpi.runners.sagemaker.submit import submit as submit_job
+    from smmpi.runners.sagemaker.trainer import submit_trainer
+
     check_settings()
     if job.api == "model-trainer":
         return submit_trainer(
@@ -105,6 +111,10 @@ def run_from_job(name: str, *, region: str | None = None, **local_options: Any) 
 
     Its description and code come through clients that honour ``AWS_ENDPOINT_URL``.
     """
+    from smmpi.runners.local.inputs import fetch_source
+    from smmpi.runners.local.job import run_request
+    from smmpi.runners.local.remote import describe_remote, request_from_description
+
     check_settings()
     description, s3 = describe_remote(name, region)
     request = request_from_description(description)

@@ -39,16 +39,32 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-#: Tests whose time is mostly waiting: the container's own sleeps (the toolkit's 30 s, the
-#: driver's retries) and jobs that serve runs while a client polls them
-WAITING = ("exact", "model_trainer", "serve")
+#: Folders whose tests may run beside others (`make test` runs them in several workers): most
+#: of their time is waiting (the toolkit's 30 s sleeps, the ModelTrainer driver's retries,
+#: jobs that serve runs while a client polls them) or building requests, and none checks the
+#: whole machine's state (``machine`` marks the few that do) or times itself
+SIDE_BY_SIDE = (
+    "exact",
+    "model_trainer",
+    "serve",
+    "oracle",
+    "spec",
+    "ops",
+    "cli",
+    "sdk",
+    "aws",
+    "toolkit",
+    "runners/local",
+    "runners/sagemaker",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
-        if item.path.relative_to(tests).parts[0] in WAITING:
-            item.add_marker(pytest.mark.waiting)
+        folder = item.path.relative_to(tests).parent.as_posix()
+        if any(folder == f or folder.startswith(f + "/") for f in SIDE_BY_SIDE):
+            item.add_marker(pytest.mark.side_by_side)
 
 
 def _run_dirs() -> set[Path]:
