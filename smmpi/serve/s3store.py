@@ -245,12 +245,6 @@ class S3Store:
                 store.freeze(name)
         store.flush()
 
-    def flush(self) -> None:
-        """Write what requests changed in the keys made from their files (at stop)."""
-        with self.lock:
-            for store in self.stores.values():
-                store.flush()
-
     def get(self, bucket: str, key: str) -> bytes:
         found = _backend().get_object(bucket, key)
         if found is None or not _is_object(found):

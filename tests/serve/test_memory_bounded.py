@@ -280,6 +280,46 @@ def test_objects_kept_in_memory_and_a_former_state_folder_come_back_after_a_rest
         assert (s3_folder / "buckets.json").stat().st_mode & 0o777 == 0o600
 
 
+def _grants(s3: Any, key: str) -> list[str]:
+    return sorted(g["Permission"] for g in s3.get_object_acl(Bucket=BUCKET, Key=key)["Grants"])
+
+
+def test_a_change_to_a_cold_object_is_kept_when_it_goes_cold_again_and_after_a_restart(
+    state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ACL put on an object read back from disk, then the object pushed out of the keys
+    kept made: the ACL, the object's metadata and content type are still its own, and after
+    a restart too."""
+    server = _started(state, monkeypatch)
+    try:
+        s3 = _clients(server)["s3"]
+        s3.put_object(Bucket=BUCKET, Key="changed", Body=b"data", ContentType="text/x-mine",
+                      Metadata={"origin": "test"})  # fmt: skip
+        for i in range(coldkeys.RECENT + 8):  # "changed" leaves the keys kept made
+            s3.put_object(Bucket=BUCKET, Key=f"filler/{i}", Body=b"x")
+        assert _s3_backend().buckets[BUCKET].keys.recent.get("changed") is None
+        before = _grants(s3, "changed")
+        s3.put_object_acl(Bucket=BUCKET, Key="changed", ACL="public-read")
+        changed = _grants(s3, "changed")
+        assert changed != before and "READ" in changed
+        for i in range(coldkeys.RECENT + 8):
+            s3.put_object(Bucket=BUCKET, Key=f"more/{i}", Body=b"x")
+        assert dict.get(_s3_backend().buckets[BUCKET].keys, "changed") is coldkeys.COLD
+        assert _s3_backend().buckets[BUCKET].keys.recent.get("changed") is None
+        assert _grants(s3, "changed") == changed
+    finally:
+        server.stop()
+    again = Server(state=state).start()
+    try:
+        s3 = _clients(again)["s3"]
+        assert _grants(s3, "changed") == changed
+        head = s3.head_object(Bucket=BUCKET, Key="changed")
+        assert head["ContentType"] == "text/x-mine" and head["Metadata"] == {"origin": "test"}
+        assert s3.get_object(Bucket=BUCKET, Key="changed")["Body"].read() == b"data"
+    finally:
+        again.stop()
+
+
 TRAIN = """
 import os
 from mpi4py import MPI
