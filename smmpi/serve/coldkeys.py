@@ -151,12 +151,12 @@ class ColdKeys(dict):  # type: ignore[type-arg]
             if name in self.recent:
                 self.recent[name] = (versions, data)
 
-    def freeze(self, name: str) -> None:
-        """Keep ``name`` (a plain object, on disk) cold from now on; the key itself is kept
-        made for a while, so whoever holds it still holds the store's key."""
+    def freeze(self, name: str, versions: list[Any]) -> None:
+        """Keep ``name`` cold from now on, if the store still holds ``versions`` (a plain
+        object whose bytes were just written): a request may have put another since. The key
+        itself is kept made for a while, so whoever holds it still holds the store's key."""
         with self.guard:
-            versions = dict.get(self, name)
-            if versions is None or not freezable(versions):
+            if dict.get(self, name) is not versions or not freezable(versions):
                 return
             data = describe(versions[0])
             write_private(self.folder / object_id(self.bucket, name), data)

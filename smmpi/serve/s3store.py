@@ -242,7 +242,7 @@ class S3Store:
                 if not freezable(held):  # kept in memory, described for the next start
                     write_private(self.described / oid, describe(key))
             if freezable(held):
-                store.freeze(name)
+                store.freeze(name, held)
         store.flush()
 
     def get(self, bucket: str, key: str) -> bytes:
