@@ -6,14 +6,17 @@ so a restart finds every job as it was. Times are epoch seconds, which is how
 SageMaker's JSON protocol sends timestamps.
 
 Memory holds the whole record of the jobs that have not ended, and only
-ListTrainingJobs' summary of the others: an ended job's record is read from
-its file when asked for, so serve's memory does not grow with the jobs it ran.
+ListTrainingJobs' summary of the others, as one tuple (its name, region, three
+times and two statuses; the ARN is made from the first two): an ended job's
+record is read from its file when asked for, so serve's memory grows by
+little more than a job's name with the jobs it ran.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import sys
 import threading
 import time
 from pathlib import Path
@@ -63,8 +66,38 @@ def job_arn(region: str, name: str) -> str:
     return f"arn:aws:sagemaker:{region}:{ACCOUNT}:training-job/{name.lower()}"
 
 
-def _summary(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: record[k] for k in SUMMARY if k in record}
+#: A job's summary as memory keeps it (None for a field the job does not have yet).
+Summary = tuple[str, str, float, "float | None", float, str, str]
+
+
+def _summary(record: dict[str, Any]) -> Summary:
+    """The summary of ``record``, its strings shared with every other job's where equal."""
+    return (
+        str(record["TrainingJobName"]),
+        sys.intern(str(record["_Region"])),
+        record["CreationTime"],
+        record.get("TrainingEndTime"),
+        record["LastModifiedTime"],
+        sys.intern(str(record["TrainingJobStatus"])),
+        sys.intern(str(record["SecondaryStatus"])),
+    )
+
+
+def _shown(summary: Summary) -> dict[str, Any]:
+    """ListTrainingJobs' summary (``SUMMARY``'s fields) of a job."""
+    name, region, created, ended, modified, status, secondary = summary
+    shown = {"TrainingJobName": name, "TrainingJobArn": job_arn(region, name),
+             "CreationTime": created, "TrainingEndTime": ended, "LastModifiedTime": modified,
+             "TrainingJobStatus": status, "SecondaryStatus": secondary}  # fmt: skip
+    if ended is None:
+        del shown["TrainingEndTime"]
+    return shown
+
+
+def _key(name: str) -> str:
+    """The job's key (its name in lower case; the name itself when it is, not a copy)."""
+    lower = name.lower()
+    return name if lower == name else lower
 
 
 class JobStore:
@@ -74,14 +107,15 @@ class JobStore:
         self.folder = subfolder(root, "jobs")
         self.lock = threading.RLock()
         self.live: dict[str, dict[str, Any]] = {}  # lower-case name -> record (not ended)
-        self.summaries: dict[str, dict[str, Any]] = {}  # lower-case name -> SUMMARY (every job)
+        self.summaries: dict[str, Summary] = {}  # lower-case name -> summary (every job)
         self._answers: dict[str, bytes] = {}  # lower-case name -> DescribeTrainingJob's body
         for path in sorted(self.folder.glob("*.json")):
             self._keep(read_json(path))
 
     def _keep(self, record: dict[str, Any]) -> None:
-        key = str(record["TrainingJobName"]).lower()
-        self.summaries[key] = _summary(record)
+        summary = _summary(record)
+        key = _key(summary[0])
+        self.summaries[key] = summary
         if record["TrainingJobStatus"] in TERMINAL:
             self.live.pop(key, None)
         else:
@@ -133,7 +167,7 @@ class JobStore:
             summary = self.summaries.get(key)
             if summary is None:
                 raise not_found()
-            found: dict[str, Any] = read_json(self.folder / f"{summary['TrainingJobName']}.json")
+            found: dict[str, Any] = read_json(self.folder / f"{summary[0]}.json")
             return found
 
     def by_arn(self, arn: object) -> dict[str, Any]:
@@ -198,4 +232,5 @@ class JobStore:
     def snapshot(self) -> list[dict[str, Any]]:
         """Every job's summary (``SUMMARY``'s fields)."""
         with self.lock:
-            return list(self.summaries.values())
+            summaries = list(self.summaries.values())
+        return [_shown(summary) for summary in summaries]

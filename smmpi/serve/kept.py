@@ -8,7 +8,9 @@ sequence of the same events that reads the stream's file
 (``STATE/logs/JOB/algo-k.jsonl``) each time it is read, so moto answers exactly
 as before while memory holds no event of an ended job. What DescribeLogStreams
 shows without reading the events (first and last timestamps, bytes, last
-ingestion time) is kept in the job's ``streams.json`` as the stream's summary.
+ingestion time, creation time) is kept in the job's ``streams.json`` as the
+stream's summary; from it and the file, :mod:`.coldstreams` makes the stream
+itself again whenever it is read.
 
 Each line of a stream's file is ``[timestamp, message, ingestion time, event id]``
 (files written before ingestion times and ids were kept have the first two:
@@ -112,6 +114,7 @@ def summary_of(stream: Any) -> dict[str, Any]:
         "ingestion": unix_time_millis(ingestion) if ingestion is not None else None,
         "token": stream.upload_sequence_token,
         "next_id": max((e.event_id for e in events), default=-1) + 1,
+        "created": unix_time_millis(stream.creation_time),
     }
 
 
@@ -138,14 +141,27 @@ def _unchanged() -> None:
     """A kept stream's first and last timestamps are its summary's."""
 
 
+def reserve(summary: dict[str, Any]) -> None:
+    """No event moto makes from now on gets the id of one of the stream's events (those kept
+    without an id are given ``first_id`` onwards, kept in the summary)."""
+    event_class = _event_class()
+    summary.setdefault("first_id", event_class._event_id)
+    event_class._event_id = max(
+        event_class._event_id, summary["first_id"] + summary["count"], summary["next_id"]
+    )
+
+
 def keep(stream: Any, path: Path, summary: dict[str, Any]) -> None:
     """From now on, moto reads ``stream``'s events from ``path``."""
+    reserve(summary)
+    attach(stream, path, summary)
+
+
+def attach(stream: Any, path: Path, summary: dict[str, Any]) -> None:
+    """``stream`` reads its events from ``path`` and shows ``summary`` (ids reserved)."""
     from moto.core.utils import utcfromtimestamp
 
-    event_class = _event_class()
-    first_id = event_class._event_id  # ids for events kept without one (older files)
-    event_class._event_id = max(first_id + summary["count"], summary["next_id"])
-    stream.events = KeptEvents(stream, path, summary["count"], first_id)
+    stream.events = KeptEvents(stream, path, summary["count"], summary.get("first_id", 0))
     stream.first_event_timestamp, stream.last_event_timestamp = summary["first"], summary["last"]
     stream._update = _unchanged  # moto would read every event for the two above
     stream.stored_bytes = summary["bytes"]

@@ -3,9 +3,10 @@
 Streams are named as SageMaker names them, ``JOB/algo-k-<epoch>``. While the
 job runs, events go into moto's Logs backend as they come (so GetLogEvents
 sees a rank's line at once) and are appended to ``STATE/logs/JOB/algo-k.jsonl``.
-When the job ends, its streams stay in moto but their events are read from
-those files whenever moto reads them (:mod:`.kept`), as they are after a
-restart: serve's memory does not grow with the logs of the jobs it ran.
+When the job ends, its streams' events are read from those files whenever
+moto reads them (:mod:`.kept`), and the streams themselves are made from the
+job's ``streams.json`` whenever they are read (:mod:`.coldstreams`), as they
+are after a restart: serve's memory does not grow with the logs of the jobs it ran.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from smmpi.serve import kept
+from smmpi.serve.coldstreams import ColdStreams
 from smmpi.serve.jobs import ACCOUNT
 from smmpi.serve.state import read_json, subfolder, write_json
 
@@ -33,12 +35,20 @@ def _backend(region: str) -> Any:
     return logs_backends[ACCOUNT][region]
 
 
-def _ensure(region: str, stream: str) -> None:
+def _group(region: str, folder: Path) -> Any:
+    """The training jobs' log group in moto (made if need be), its streams a ColdStreams."""
     backend = _backend(region)
     if GROUP not in backend.groups:
         backend.create_log_group(GROUP, {})
-    if stream not in backend.groups[GROUP].streams:
-        backend.create_log_stream(GROUP, stream)
+    group = backend.groups[GROUP]
+    if not isinstance(group.streams, ColdStreams):
+        group.streams = ColdStreams(group, folder, group.streams)
+    return group
+
+
+def _ensure(region: str, stream: str, folder: Path) -> None:
+    if stream not in _group(region, folder).streams:
+        _backend(region).create_log_stream(GROUP, stream)
 
 
 def _put(region: str, name: str, events: list[dict[str, Any]]) -> list[Any]:
@@ -65,7 +75,7 @@ class JobLogs:
             folder = subfolder(self.folder, name)
             write_json(folder / "streams.json", {"region": region, "streams": streams})
             for stream in streams.values():
-                _ensure(region, stream)
+                _ensure(region, stream, self.folder)
         return streams
 
     def append(self, name: str, region: str, host: str, stream: str, lines: list[str]) -> None:
@@ -75,7 +85,7 @@ class JobLogs:
         now = int(time.time() * 1000)
         events = [{"timestamp": now, "message": line[:_MAX_MESSAGE]} for line in lines]
         with self.lock:
-            _ensure(region, stream)
+            _ensure(region, stream, self.folder)
             put = _put(region, stream, events)
             path = subfolder(self.folder, name) / f"{host}.jsonl"
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -83,20 +93,24 @@ class JobLogs:
                 f.writelines(kept.line(event) for event in put)
 
     def close(self, name: str) -> None:
-        """The job ended: its streams' events are read from its files from now on."""
+        """The job ended: its streams are read from its files from now on."""
         with self.lock:
             folder = self.folder / name
             if not (folder / "streams.json").is_file():
                 return  # it never started (failed or stopped before training)
             data = read_json(folder / "streams.json")
-            streams = _backend(data["region"]).groups.get(GROUP)
+            group = _group(data["region"], self.folder)
+            made = {}
             for host, stream_name in data["streams"].items():
-                stream = streams.streams.get(stream_name) if streams else None
+                stream = group.streams.get(stream_name)
                 if stream is not None and not isinstance(stream.events, kept.KeptEvents):
                     summary = kept.summary_of(stream)
                     data.setdefault("kept", {})[host] = summary
                     kept.keep(stream, folder / f"{host}.jsonl", summary)
+                    made[stream_name] = stream
             write_json(folder / "streams.json", data)
+            for stream_name, stream in made.items():
+                group.streams.freeze(stream_name, stream)
 
     def workers(
         self, name: str, region: str, streams: dict[str, str], lines: Callable[[str], list[str]]
@@ -106,21 +120,22 @@ class JobLogs:
             self.append(name, region, host, streams[host], lines(host))
 
     def restore(self) -> None:
-        """Put every kept job's streams back into moto's Logs backend, their events on disk."""
+        """Put every kept job's streams back into moto's Logs backend, cold."""
         for folder in sorted(p for p in self.folder.iterdir() if p.is_dir()):
             index = folder / "streams.json"
             if not index.is_file():
                 continue
             data = read_json(index)
             summaries = data.setdefault("kept", {})
-            for host, stream in data["streams"].items():
-                _ensure(data["region"], stream)
-                path = folder / f"{host}.jsonl"
+            for host in data["streams"]:
                 if host not in summaries:  # serve stopped before the job ended
-                    summaries[host] = kept.summary_of_file(path)
-                moto_stream = _backend(data["region"]).groups[GROUP].streams[stream]
-                kept.keep(moto_stream, path, summaries[host])
+                    summaries[host] = kept.summary_of_file(folder / f"{host}.jsonl")
+                summaries[host].setdefault("created", time.time() * 1000)  # kept before it was
+                kept.reserve(summaries[host])
             write_json(index, data)
+            streams = _group(data["region"], self.folder).streams
+            for stream in data["streams"].values():
+                streams.cold(stream)
 
     def job_streams(self, target: str, body: bytes, region: str) -> bytes | None:
         """DescribeLogStreams' answer for one training job's streams, all in one page.

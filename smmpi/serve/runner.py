@@ -134,8 +134,9 @@ class JobRunner:
             seconds = max(1, round(now - start))
             fields.setdefault("TrainingTimeInSeconds", seconds)
             fields.setdefault("BillableTimeInSeconds", seconds)
-        self.store.update(name, TrainingJobStatus=status, TrainingEndTime=now, **fields)
-        self.store.transition(name, secondary or status)
+        with self.store.lock:  # one change: no reader sees the status without its transition
+            self.store.update(name, TrainingJobStatus=status, TrainingEndTime=now, **fields)
+            self.store.transition(name, secondary or status)
 
     def _guarded(self, name: str, running: Running) -> None:
         try:

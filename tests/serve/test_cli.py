@@ -101,6 +101,7 @@ def test_a_ranks_print_reaches_get_log_events_within_a_second(
     printed = float(event["message"].rsplit("stamp ", 1)[1])
     assert event["timestamp"] / 1000 - printed < 1.0
     assert seen - printed < 5.0  # the test's own polling, on a loaded machine
+    wait_end(serve, job_name)  # no job of this test runs on into the next test's
 
 
 def test_parallel_two_runs_two_jobs_at_once(env: dict[str, str], tmp_path: Path) -> None:
