@@ -18,7 +18,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.runners.hosts.footprint import Machine, namespaces_in_use, new_namespaces
+from tests.runners.hosts.footprint import (
+    Machine,
+    namespaces_in_use,
+    new_namespaces,
+    who_holds,
+)
 
 MARK = "SMMPI_FAULT_MARK"
 
@@ -72,7 +77,8 @@ def fault_env(env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:
         left = leftovers(mark)
         assert not left, f"processes outlived the run: {left}"
         assert not list(tmp.glob("smmpi-run-*")), "a run folder outlived the run"
-        assert not new_namespaces(namespaces), "namespaces outlived the run"
+        new = new_namespaces(namespaces)
+        assert not new, f"namespaces outlived the run: {who_holds(new)}"
         assert Machine.now() == machine, "links, mounts or /opt changed"
     finally:
         kill_marked(mark)

@@ -366,8 +366,10 @@ def test_sigterm_while_host_trees_are_laid_out_leaves_no_tree(
     )
     tmp = Path(fault_env["TMPDIR"])
     deadline = time.monotonic() + 60
-    while not any(tmp.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.01)  # the run dir exists: its trees are being laid out
+    # the run dir exists: its trees are being laid out (Python's first tempfile call writes
+    # and removes a probe file of another name in TMPDIR before smmpi's signal handling starts)
+    while not any(tmp.glob("smmpi-run-*")) and time.monotonic() < deadline:
+        time.sleep(0.01)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err

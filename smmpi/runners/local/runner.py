@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,13 +57,18 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
     check_room(Path(tempfile.gettempdir()), shape, mode, code_bytes)
     if options.exact:
         exact.prepare(shape.image, say)  # the toolkit's environment, built once
-    run_dir = Path(tempfile.mkdtemp(prefix="smmpi-run-"))
-    try:
-        with sigterm_interrupts():
+    with sigterm_interrupts():
+        # Ctrl-C or SIGTERM waits until the run dir is one that the finally removes
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+        run_dir = Path(tempfile.mkdtemp(prefix="smmpi-run-"))
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             result = _run_in(program, shape, run_dir, options, mode, why_not_hosts)
-    finally:
-        if not options.keep:
-            shutil.rmtree(run_dir, ignore_errors=True)
+        except KeyboardInterrupt:  # before the ranks started, or between two of its steps
+            result = _interrupted(shape, run_dir)
+        finally:
+            if not options.keep:
+                shutil.rmtree(run_dir, ignore_errors=True)
     if result.exit_code == EXIT_OK:
         say(
             f"smmpi: {shape.world_size} ranks on {shape.instances} emulated host(s) "
@@ -87,9 +93,7 @@ def _run_in(
     try:
         _lay_out(program, shape, run_dir, options.exact)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the host trees were laid out
-        result = RunResult(EXIT_INTERRUPTED, "Interrupted", 0.0, run_dir, shape.world_size)
-        result.reason = "interrupted before the ranks started"
-        return result
+        return _interrupted(shape, run_dir)
     say = options.progress
     say(
         f"smmpi: {program.name} on {shape.instances} emulated host(s) x "
@@ -114,6 +118,15 @@ def _run_in(
             mode=mode,
             exact=options.exact,
         )
+
+
+_STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _interrupted(shape: JobShape, run_dir: Path) -> RunResult:
+    result = RunResult(EXIT_INTERRUPTED, "Interrupted", 0.0, run_dir, shape.world_size)
+    result.reason = "interrupted before the ranks started"
+    return result
 
 
 def _lay_out(program: Program, shape: JobShape, run_dir: Path, exact_mode: bool) -> None:

@@ -101,6 +101,19 @@ def new_namespaces(before: set[str], timeout: float = 10.0) -> set[str]:
     return new
 
 
+def who_holds(namespaces: set[str]) -> list[str]:
+    """The processes in ``namespaces``, with their command lines: a failure's message."""
+    found = []
+    for held in holders_of(namespaces):
+        pid = held.split(":", 1)[0]
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            cmd = "(gone)"
+        found.append(f"{held} {cmd[:300]}")
+    return found
+
+
 def wait_gone(namespaces: set[str], timeout: float = 10.0) -> list[str]:
     deadline = time.monotonic() + timeout
     left = holders_of(namespaces)
