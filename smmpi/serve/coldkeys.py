@@ -44,7 +44,9 @@ class _Cold:
 
 COLD = _Cold()
 
-_ALLOWED = ("moto.", "datetime", "collections", "copyreg")
+#: The modules whose classes a key's description is made of (moto's S3 models, dates,
+#: containers); only classes of them, never a function, are loaded.
+_ALLOWED = frozenset({"moto.s3.models", "moto.utilities.utils", "datetime", "collections"})
 _BUILTINS = frozenset({"set", "frozenset", "dict", "list", "tuple", "bytearray", "object"})
 
 
@@ -52,8 +54,10 @@ class _Unpickler(pickle.Unpickler):
     """Only the classes a key's description is made of (moto's, dates, containers)."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if (module == "builtins" and name in _BUILTINS) or module.startswith(_ALLOWED):
-            return super().find_class(module, name)
+        if (module == "builtins" and name in _BUILTINS) or module in _ALLOWED:
+            found = super().find_class(module, name)
+            if isinstance(found, type):
+                return found
         raise pickle.UnpicklingError(f"{module}.{name} is not part of a key's description")
 
 
