@@ -20,6 +20,7 @@ import argparse
 import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -339,6 +340,13 @@ def main() -> None:
                         help="also run the sequential jobs against --baseline's serve")  # fmt: skip
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    try:
+        _measure(args, tmp)
+    finally:  # the servers' state and the jobs' folders go with the benchmark
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measure(args: argparse.Namespace, tmp: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(HOME=str(tmp), PATH=f"{BIN}:{env.get('PATH', '')}", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", SAGEMAKER_SUPPRESS_V2_WARNING="1",
