@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import select
 import socket
 import subprocess
 import sys
@@ -213,8 +214,6 @@ class PipeLines:
 
     def next_lines(self, wait: float = 0.1) -> list[str]:
         """The lines complete now (waiting up to ``wait`` for more); [] at the end too."""
-        import select
-
         if select.select([self.fd], [], [], wait)[0]:
             chunk = os.read(self.fd, 65536)
             self.rest += chunk if chunk else b"\n" if self.rest else b""

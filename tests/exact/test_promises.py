@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BIN, PipeLines, base_env, processes_left, smmpi
+from tests.helpers import BIN, PipeLines, base_env, processes_left, processes_with, smmpi
 from tests.runners.hosts.footprint import namespaces_in_use, new_namespaces
 
 
@@ -73,16 +73,7 @@ def test_sigkill_of_smmpi_leaves_no_sshd_orted_rank_or_namespace(tmp_path: Path)
 
 def _processes_of(marker: str) -> str:
     """What runs for this test, for the message of a start that did not finish."""
-    lines = []
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmd or "orted" in cmd or "sshd" in cmd:
-            lines.append(f"{pid} {state} {cmd[:200]}")
-    return "\n" + "\n".join(lines)
+    return "\n" + "\n".join(processes_with(marker) + processes_with("orted"))
 
 
 def _sshd_of_now(marker: str) -> list[str]:

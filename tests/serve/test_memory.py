@@ -9,23 +9,19 @@ end. The jobs are many and their data is large, so what memory keeps per job sho
 from __future__ import annotations
 
 import gc
-import os
-import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import boto3
 import pytest
 
 from smmpi.serve import Server
 from smmpi.serve.operations import call
-from smmpi.serve.runner import Running
+from tests.serve.ended_jobs import REGION, end_jobs, job_work, run_by_test
 
 pytestmark = pytest.mark.aws
 
-REGION = "us-west-2"
 BUCKET = "memory-bucket"
 OBJECT_BYTES = 64 << 10  # each of a job's three objects
 LINES = 400  # per stream, two streams per job
@@ -37,48 +33,10 @@ MEASURED = 40
 BOUND = 16 << 10
 
 
-def _request(name: str) -> dict[str, Any]:
-    return {
-        "TrainingJobName": name,
-        "RoleArn": "arn:aws:iam::123456789012:role/r",
-        "AlgorithmSpecification": {
-            "TrainingImage": "x/pytorch-training:2",
-            "TrainingInputMode": "File",
-        },
-        "HyperParameters": {"sagemaker_program": '"train.py"', "long": "v" * 2000},
-        "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/"},
-        "ResourceConfig": {"InstanceCount": 2, "InstanceType": "ml.c5.xlarge", "VolumeSizeInGB": 1},
-        "StoppingCondition": {"MaxRuntimeInSeconds": 600},
-    }
-
-
-def _job_work(server: Server) -> Any:
-    """What a job does to serve's state, in the runner's place (``JobRunner._run``)."""
-    store, logs, s3, runner = server.store, server.logs, server.s3, server.runner
-
-    def run(name: str, running: Running) -> None:
-        store.transition(name, "Downloading")
-        store.transition(name, "Training", TrainingStartTime=time.time())
-        streams = logs.open(name, REGION, ["algo-1", "algo-2"])
-        for host, stream in streams.items():
-            for start in range(0, LINES, 50):
-                lines = [f"[1,mpirank:{i % 4},{host}]<stdout>:step {start + i} " + "x" * 60
-                         for i in range(50)]  # fmt: skip
-                logs.append(name, REGION, host, stream, lines)
-        for part in ("source/sourcedir.tar.gz", "output/model.tar.gz", "output/output.tar.gz"):
-            s3.put(BUCKET, f"{name}/{part}", os.urandom(OBJECT_BYTES))
-        store.transition(name, "Uploading")
-        model = f"s3://{BUCKET}/{name}/output/model.tar.gz"
-        runner._end(name, "Completed", ModelArtifacts={"S3ModelArtifacts": model})
-
-    return run
-
-
 def _run_jobs(server: Server, first: int, count: int) -> None:
     for i in range(first, first + count):
         name = f"mem-{i}"
-        call(server.runner, "SageMaker.CreateTrainingJob", _request(name), REGION)
-        server.runner._guarded(name, Running())  # the job's end, as the runner ends it
+        end_jobs(server, [name], BUCKET, long="v" * 2000)
         answer = call(
             server.runner, "SageMaker.DescribeTrainingJob", {"TrainingJobName": name}, REGION
         )
@@ -89,10 +47,8 @@ def _run_jobs(server: Server, first: int, count: int) -> None:
 @pytest.fixture
 def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
     with Server(state=tmp_path / "state") as started:
-        monkeypatch.setattr(started.runner, "start", lambda name: None)  # run by the test
-        monkeypatch.setattr(started.runner, "_run", _job_work(started))
-        started.s3.ensure_bucket(BUCKET, REGION)
-        yield started
+        work = job_work(started, BUCKET, LINES, OBJECT_BYTES, pad=60)
+        yield run_by_test(started, monkeypatch, BUCKET, work)
 
 
 def test_memory_kept_per_ended_job_does_not_grow_with_its_logs_and_artifacts(

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import time
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,67 +23,24 @@ import pytest
 
 from smmpi.serve import Server, coldkeys, coldstreams
 from smmpi.serve.logs import GROUP, _backend
-from smmpi.serve.operations import call
-from smmpi.serve.runner import Running
 from smmpi.serve.s3store import _backend as _s3_backend
+from tests.serve.ended_jobs import PARTS, REGION, end_jobs, job_work, run_by_test
 
 pytestmark = pytest.mark.aws
 
-REGION = "us-west-2"
 BUCKET = "bounded-bucket"
-PARTS = ("source/sourcedir.tar.gz", "output/model.tar.gz", "output/output.tar.gz")
-HOSTS = ("algo-1", "algo-2")
 JOBS = 90  # past every bound: 270 keys (64 kept made), 180 streams (16)
 MEASURED = 60  # the last jobs, whose growth is measured
 PER_JOB = 2048  # bytes of memory an ended job may keep (its summary, its keys' names)
 
 
-def _request(name: str) -> dict[str, Any]:
-    return {
-        "TrainingJobName": name,
-        "RoleArn": "arn:aws:iam::123456789012:role/r",
-        "AlgorithmSpecification": {
-            "TrainingImage": "x/pytorch-training:2",
-            "TrainingInputMode": "File",
-        },
-        "HyperParameters": {"sagemaker_program": '"train.py"'},
-        "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/"},
-        "ResourceConfig": {"InstanceCount": 2, "InstanceType": "ml.c5.xlarge", "VolumeSizeInGB": 1},
-        "StoppingCondition": {"MaxRuntimeInSeconds": 600},
-    }
-
-
-def _job_work(server: Server) -> Callable[[str, Running], None]:
-    """What a job does to serve's state, in the runner's place (``JobRunner._run``)."""
-
-    def run(name: str, running: Running) -> None:
-        server.store.transition(name, "Downloading")
-        server.store.transition(name, "Training", TrainingStartTime=time.time())
-        streams = server.logs.open(name, REGION, list(HOSTS))
-        for host, stream in streams.items():
-            lines = [f"[1,mpirank:{i % 2},{host}]<stdout>:{name} step {i}" for i in range(30)]
-            server.logs.append(name, REGION, host, stream, lines)
-        for part in PARTS:
-            server.s3.put(BUCKET, f"{name}/{part}", os.urandom(2048))
-        server.store.transition(name, "Uploading")
-        model = f"s3://{BUCKET}/{name}/output/model.tar.gz"
-        server.runner._end(name, "Completed", ModelArtifacts={"S3ModelArtifacts": model})
-
-    return run
-
-
 def _run_jobs(server: Server, names: list[str]) -> None:
-    for name in names:
-        call(server.runner, "SageMaker.CreateTrainingJob", _request(name), REGION)
-        server.runner._guarded(name, Running())  # the job's end, as the runner ends it
+    end_jobs(server, names, BUCKET)
 
 
 def _started(state: Path, monkeypatch: pytest.MonkeyPatch) -> Server:
     server = Server(state=state).start()
-    monkeypatch.setattr(server.runner, "start", lambda name: None)  # run by the test
-    monkeypatch.setattr(server.runner, "_run", _job_work(server))
-    server.s3.ensure_bucket(BUCKET, REGION)
-    return server
+    return run_by_test(server, monkeypatch, BUCKET, job_work(server, BUCKET, 30, 2048))
 
 
 @pytest.fixture
