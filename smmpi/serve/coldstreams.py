@@ -74,10 +74,14 @@ class ColdStreams(dict):  # type: ignore[type-arg]
                 raise KeyError(name)
             stream = _stream(self.group, name, *where)
             if keep:
-                self.recent[name] = stream
-                while len(self.recent) > RECENT:
-                    self._let_go(*self.recent.popitem(last=False))
+                self._keep(name, stream)
             return stream
+
+    def _keep(self, name: str, stream: Any) -> None:
+        """``stream`` stays made, as the last one read; the oldest beyond RECENT goes."""
+        self.recent[name] = stream
+        while len(self.recent) > RECENT:
+            self._let_go(*self.recent.popitem(last=False))
 
     def _let_go(self, name: str, stream: Any) -> None:
         """A made stream leaves memory; one written to again is held as moto holds it."""
@@ -90,9 +94,7 @@ class ColdStreams(dict):  # type: ignore[type-arg]
         with self.guard:
             if dict.get(self, name) is stream:
                 dict.__setitem__(self, name, COLD)
-                self.recent[name] = stream
-                while len(self.recent) > RECENT:
-                    self._let_go(*self.recent.popitem(last=False))
+                self._keep(name, stream)
 
     def cold(self, name: str) -> None:
         """Stream ``name`` (kept in its job's ``streams.json``) is in the group, cold."""
