@@ -20,6 +20,9 @@ DEFAULT_REGION = "us-east-1"
 #: sleeps 30 s after mpirun; each WorkerRunner.run sleeps 30 s once its orted exits, then
 #: polls for algo-1's status file every 30 s.
 TEARDOWN_S = 30
+#: ModelTrainer's MPI driver (sm_drivers/distributed_drivers/mpi_utils.py): algo-1 ends once it
+#: has written the status file to the workers; each worker looks for it every 30 s.
+DRIVER_POLL_S = 30
 
 
 @lru_cache(maxsize=1)
@@ -38,7 +41,11 @@ def price_per_hour(instance_type: str, region: str | None = None) -> float | Non
 
 
 def estimate(
-    instance_type: str, count: int, max_run_s: float | int, region: str | None = None
+    instance_type: str,
+    count: int,
+    max_run_s: float | int,
+    region: str | None = None,
+    api: str = "estimator",
 ) -> dict[str, Any]:
     """Hourly price of ``count`` instances and the cost ceiling if the job runs ``max_run_s``.
 
@@ -46,7 +53,7 @@ def estimate(
     plan): prices are then None and ``note`` says why. Bad numbers are
     ``BadInput``. Keys: instance_type, count, region, max_run_s, currency,
     price_per_instance_hour, price_per_hour, max_cost, as_of, estimate (True),
-    label, source, note.
+    label, source, note, teardown_s_per_instance, teardown_cost, teardown_by (``api``).
     """
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise BadInput("instances", count, "an integer >= 1")
@@ -79,9 +86,16 @@ def estimate(
         "label": str(data["label"]),
         "source": str(data["source"]),
         "note": note,
-        "teardown_s_per_instance": TEARDOWN_S,
-        "teardown_cost": None if hourly is None else round(hourly * TEARDOWN_S / 3600.0, 4),
+        **_teardown(api, count, hourly),
     }
+
+
+def _teardown(api: str, count: int, hourly: float | None) -> dict[str, Any]:
+    """What a job pays after its program ends: the toolkit's sleeps on every instance, or
+    with ModelTrainer's driver, up to one 30 s poll of the workers (none on one instance)."""
+    seconds = TEARDOWN_S if api == "estimator" else (DRIVER_POLL_S if count > 1 else 0)
+    cost = None if hourly is None else round(hourly * seconds / 3600.0, 4)
+    return {"teardown_s_per_instance": seconds, "teardown_cost": cost, "teardown_by": api}
 
 
 def describe(est: dict[str, Any]) -> str:
@@ -97,11 +111,27 @@ def describe(est: dict[str, Any]) -> str:
 
 
 def teardown_line(est: dict[str, Any]) -> str:
-    """The toolkit's teardown, which every job pays whatever its program does."""
+    """The teardown every job pays whatever its program does: the toolkit's, or that of
+    ModelTrainer's MPI driver."""
+    if est.get("teardown_by") == "model-trainer":
+        return _driver_teardown_line(est)
     text = (
         f"teardown: >= {est['teardown_s_per_instance']} s per instance after your program ends "
         "(the container toolkit's waits)"
     )
     if est.get("teardown_cost") is not None:
         text += f", at least ~${est['teardown_cost']:.4f} for {est['count']} instance(s)"
+    return text
+
+
+def _driver_teardown_line(est: dict[str, Any]) -> str:
+    if est["teardown_s_per_instance"] == 0:
+        return "teardown: none (ModelTrainer's MPI driver on one instance ends when mpirun does)"
+    text = (
+        f"teardown: up to {est['teardown_s_per_instance']} s after your program ends (the "
+        "workers of ModelTrainer's MPI driver look for algo-1's status file every "
+        f"{DRIVER_POLL_S} s)"
+    )
+    if est.get("teardown_cost") is not None:
+        text += f", up to ~${est['teardown_cost']:.4f} for {est['count']} instance(s)"
     return text

@@ -114,3 +114,16 @@ def test_teardown_is_counted_per_instance() -> None:
     assert f"~${est['teardown_cost']:.4f} for 3 instance(s)" in line
     unknown = pricing.estimate("ml.c5.2xlarge", 2, 60, "xx-nowhere-1")
     assert pricing.teardown_line(unknown).endswith("(the container toolkit's waits)")
+
+
+def test_model_trainers_teardown_is_one_poll_of_its_workers() -> None:
+    """ModelTrainer's MPI driver has no toolkit sleep: algo-1 ends after writing the status
+    file, each worker looks for it every 30 s, and one instance has no worker to wait for."""
+    est = pricing.estimate("ml.c5.2xlarge", 2, 3600, "us-east-1", api="model-trainer")
+    assert est["teardown_s_per_instance"] == pricing.DRIVER_POLL_S == 30
+    line = pricing.teardown_line(est)
+    assert line.startswith("teardown: up to 30 s after your program ends")
+    assert f"up to ~${est['teardown_cost']:.4f} for 2 instance(s)" in line
+    one = pricing.estimate("ml.c5.2xlarge", 1, 3600, "us-east-1", api="model-trainer")
+    assert one["teardown_s_per_instance"] == 0 and one["teardown_cost"] == 0
+    assert pricing.teardown_line(one).startswith("teardown: none")

@@ -68,7 +68,7 @@ def cost_estimate(job: MPIJob, plan: Plan) -> dict[str, Any]:
     """
     from smmpi import pricing
 
-    est = pricing.estimate(job.instance_type, job.instances, job.max_run, plan.region)
+    est = pricing.estimate(job.instance_type, job.instances, job.max_run, plan.region, api=plan.api)
     est["spot"] = job.use_spot
     if job.use_spot:
         est["spot_note"] = (

@@ -105,6 +105,25 @@ def test_cli_dry_run_json(env: dict[str, str], tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("instances", "teardown"),
+    [
+        ("2", "teardown     up to 30 s after your program ends (the workers of ModelTrainer's"),
+        ("1", "teardown     none (ModelTrainer's MPI driver on one instance ends when mpirun"),
+    ],
+)
+def test_cli_dry_run_says_the_drivers_teardown(
+    env: dict[str, str], instances: str, teardown: str
+) -> None:
+    """No toolkit sleeps in a ModelTrainer job: its workers poll for algo-1's status file
+    every 30 s (mpi_utils._wait_for_status_file), so the dry run says "up to", not ">=","""
+    argv = ["submit", "demo", "-N", instances, "-n", "2", "--api", "model-trainer", "--dry-run"]
+    done = smmpi(argv, env)
+    assert done.returncode == 0, done.stderr
+    assert teardown in done.stdout
+    assert "toolkit's waits" not in done.stdout
+
+
+@pytest.mark.parametrize(
     ("argv", "line"),
     [
         (["--api", "v3"], "smmpi: invalid api: 'v3'; allowed: estimator or model-trainer"),
