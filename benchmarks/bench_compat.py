@@ -75,9 +75,7 @@ def main() -> None:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     (demo_dir / EMPTY).write_text("from mpi4py import MPI  # noqa: F401\n")
     print(f"load average before: {_load()}")
-    print(
-        f"| demo (mpi4py {version}) | mpirun -np 4 | smmpi -N 1 -n 4 | + | smmpi -N 2 -n 2 | + |"
-    )
+    print(f"| demo (mpi4py {version}) | mpirun -np 4 | smmpi -N 1 -n 4 | + | smmpi -N 2 -n 2 | + |")
     print("|---|---|---|---|---|---|")
     for demo, stdin in DEMOS:
         folder = demo_dir / Path(demo).parent
@@ -93,8 +91,8 @@ def main() -> None:
             here_two.append(_timed(two, folder, stdin, env))
         p = statistics.median(plain)
         h1, h2 = statistics.median(here_one), statistics.median(here_two)
-        row = f"| {demo} | {p:.2f} s | {h1:.2f} s | {h1 - p:+.2f} s | {h2:.2f} s | {h2 - p:+.2f} s |"
-        print(row, flush=True)
+        cells = [f"{p:.2f} s", f"{h1:.2f} s", f"{h1 - p:+.2f} s", f"{h2:.2f} s", f"{h2 - p:+.2f} s"]
+        print(f"| {demo} | {' | '.join(cells)} |", flush=True)
     print(f"load average after: {_load()}")
 
 
