@@ -36,6 +36,9 @@ KEEP_ENV = "SMMPI_LOCAL_JOBS_KEEP"
 
 
 KILLED = "the local run was killed"
+# A ModelTrainer job's record keeps its processes per host (its request has no MPI
+# hyperparameter; the SDK's sm_drivers channel says it, and that copy is not kept).
+LOCAL_PPN = "LocalProcessesPerHost"
 
 
 def jobs_root() -> Path:

@@ -32,6 +32,7 @@ from smmpi.aws.facts import check_job_name
 from smmpi.errors import BadInput
 from smmpi.mpi_output import printable
 from smmpi.ops.local_jobs import (
+    LOCAL_PPN,
     configured_keep,
     create_folder,
     prune,
@@ -221,7 +222,7 @@ def _prepare(
     run_dir = folder / "hosts"
     try:
         run_dir.mkdir()
-        record = new_record(request, shape.job_name, run_dir)
+        record = {**new_record(request, shape.job_name, run_dir), LOCAL_PPN: shape.ppn}
         write_record(folder, record)
         if on_start:
             on_start(record)
