@@ -228,7 +228,7 @@ def _interruptible() -> Iterator[_Stops]:
     stops = _Stops()
     signals = (signal.SIGINT, signal.SIGTERM)
     previous = {signum: signal.getsignal(signum) for signum in signals}
-    ours = threading.current_thread() is threading.main_thread()
+    ours = threading.current_thread() is threading.main_thread() and None not in previous.values()
     for signum in signals if ours else ():
         signal.signal(signum, stops)
     try:
