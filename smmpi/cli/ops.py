@@ -34,8 +34,8 @@ def status_cmd(job: str, region: str | None, as_json: bool) -> None:
     from smmpi.ops import status
 
     check_job_name(job)
-    (sm,) = clients("sagemaker", region=region)
-    st = status.job_status(sm, job, region)
+    sm, s3 = clients("sagemaker", "s3", region=region)
+    st = status.job_status(sm, job, region, s3)
     if as_json:
         click.echo(json.dumps(st.as_dict(), sort_keys=True))
     else:
@@ -119,8 +119,8 @@ def logs_cmd(
     from smmpi.ops import status
 
     _check_logs_args(job, rank, host, interval)
-    sm, logs = clients("sagemaker", "logs", region=region)
-    st = status.job_status(sm, job, region)
+    sm, logs, s3 = clients("sagemaker", "logs", "s3", region=region)
+    st = status.job_status(sm, job, region, s3)
     if rank is not None:
         _check_rank(rank, st)
     if host is not None:
@@ -145,11 +145,11 @@ def _check_logs_args(job: str, rank: int | None, host: str | None, interval: flo
 
 def _check_rank(rank: int, st: JobStatus) -> None:
     """A rank the job does not have (its world: instances x processes per host) is refused.
-    A ModelTrainer job's description does not say its processes per host (they are in its
-    sm_drivers channel): any rank is looked for."""
-    if st.processes_per_host is None:
+    A ModelTrainer job's are read from its sm_drivers channel; where that cannot be read, the
+    world is unknown and any rank is looked for."""
+    if not st.processes_per_host:
         return
-    world = st.instance_count * (st.processes_per_host or 1)
+    world = st.instance_count * st.processes_per_host
     if rank >= world:
         raise BadInput("rank", rank, f"0 to {world - 1} ({st.name} runs {world} ranks)")
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from smmpi.bounded import ascii_int
 from smmpi.errors import BadInput
+from smmpi.ops.signals import held
 
 MARKER = ".smmpi-local-job"
 DEFAULT_KEEP = 20
@@ -35,6 +36,9 @@ KEEP_ENV = "SMMPI_LOCAL_JOBS_KEEP"
 
 
 KILLED = "the local run was killed"
+# A ModelTrainer job's record keeps its processes per host (its request has no MPI
+# hyperparameter; the SDK's sm_drivers channel says it, and that copy is not kept).
+LOCAL_PPN = "LocalProcessesPerHost"
 
 
 def jobs_root() -> Path:
@@ -134,7 +138,9 @@ def create_folder(name: str) -> Path:
     folder = root / name
     try:
         _make_root(root)
-        folder.mkdir(mode=0o700)
+        with held():  # an interrupt comes after the marker: the folder is known as smmpi's
+            folder.mkdir(mode=0o700)
+            write_private(folder / MARKER, owner_record())
     except FileExistsError:
         raise BadInput(
             "job_name",
@@ -146,14 +152,45 @@ def create_folder(name: str) -> Path:
         raise BadInput(
             "SMMPI_LOCAL_JOBS", str(root), f"a folder smmpi can write to ({err.strerror})"
         ) from None
-    write_private(folder / MARKER, owner_record())
     return folder
 
 
 def remove_folder(folder: Path) -> None:
-    """Remove a folder :func:`create_folder` made (a folder without the marker is left alone)."""
+    """Remove a folder :func:`create_folder` made (a folder without the marker is left alone),
+    whole: an interrupt waits for the end."""
     if (folder / MARKER).is_file():
-        shutil.rmtree(folder, ignore_errors=True)
+        with held():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def made_here(name: str) -> bool:
+    """Local job ``name``'s folder was made by this process (its marker names it)."""
+    marker = jobs_root() / name / MARKER
+    try:
+        return not marker.is_symlink() and marker.read_text(encoding="utf-8") == owner_record()
+    except OSError:
+        return False
+
+
+def discard_unfinished(name: str) -> bool:
+    """After an interrupt: remove local job ``name``'s folder if this process made it and the
+    job has no record of how it ended (it never ran); True if it did."""
+    folder = jobs_root() / name
+    record = folder / "describe.json"
+    if not made_here(name):
+        return False
+    try:
+        text = record.read_text(encoding="utf-8") if record.exists() else "{}"
+    except OSError:
+        return False
+    try:
+        status = json.loads(text).get("TrainingJobStatus", "InProgress")
+    except (ValueError, AttributeError):
+        return False
+    if status != "InProgress":
+        return False
+    remove_folder(folder)
+    return True
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from smmpi.aws.errors import aws_errors
 from smmpi.aws.facts import TERMINAL, check_job_name
+from smmpi.ops.drivers import drivers_processes_per_host
+from smmpi.ops.local_jobs import LOCAL_PPN
 from smmpi.toolkit.request import MPI_PROCESSES_PER_HOST
 
 if TYPE_CHECKING:
-    from smmpi.aws.types import Description, SageMakerClient
+    from smmpi.aws.types import Description, S3Client, SageMakerClient
 
 
 @dataclass(frozen=True)
@@ -122,21 +124,37 @@ def _ppn(hyperparameters: dict[str, str]) -> int | None:
         return None
 
 
-def job_status(sm: SageMakerClient, name: str, region: str | None = None) -> JobStatus:
-    return status_of(describe(sm, name, region))
+def job_status(
+    sm: SageMakerClient, name: str, region: str | None = None, s3: S3Client | None = None
+) -> JobStatus:
+    """The job's status; with ``s3``, a ModelTrainer job's processes per host are read from its
+    ``sm_drivers`` channel (``distributed.json``), as its container reads them."""
+    d = describe(sm, name, region)
+    ppn = _ppn(d.get("HyperParameters", {}))
+    if ppn is None and s3 is not None:
+        ppn = drivers_processes_per_host(s3, d)
+    return status_of(d, ppn)
 
 
-def status_of(d: Mapping[str, Any]) -> JobStatus:
-    """A DescribeTrainingJob answer as a :class:`JobStatus`."""
+def status_of(d: Mapping[str, Any], processes_per_host: int | None = None) -> JobStatus:
+    """A DescribeTrainingJob answer (or a local job's record) as a :class:`JobStatus`.
+
+    Processes per host: the estimators' hyperparameter, else ``processes_per_host`` (what a
+    ModelTrainer job's ``sm_drivers`` channel says), else a local job's own record of them.
+    """
     resources = d.get("ResourceConfig", {})
     output = d.get("OutputDataConfig", {}).get("S3OutputPath")
+    ppn = _ppn(d.get("HyperParameters", {})) or processes_per_host
+    local = d.get(LOCAL_PPN)
+    if ppn is None and isinstance(local, int) and not isinstance(local, bool) and local > 0:
+        ppn = local
     return JobStatus(
         name=d["TrainingJobName"],
         status=d["TrainingJobStatus"],
         secondary=d.get("SecondaryStatus", ""),
         instance_type=resources.get("InstanceType", "?"),
         instance_count=int(resources.get("InstanceCount", 0)),
-        processes_per_host=_ppn(d.get("HyperParameters", {})),
+        processes_per_host=ppn,
         created=d.get("CreationTime"),
         started=d.get("TrainingStartTime"),
         ended=d.get("TrainingEndTime"),

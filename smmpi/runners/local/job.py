@@ -36,6 +36,7 @@ from smmpi.ops.local_jobs import (
     remove_folder,
     tighten,
 )
+from smmpi.ops.signals import held
 from smmpi.runners.base import Progress, RunOptions
 from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
@@ -158,30 +159,31 @@ def run_request(
         if (code / "setup.py").is_file():  # the toolkit installs it and runs -m NAME
             extra_paths = [*install_package(code, folder, say), *extra_paths]
             shape = replace(shape, package=True)
-    except BaseException:
+        write_record(folder, record)
+        _say_start(name, shape, mode, why_not_hosts, options.exact, say)
+        log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
+        with isolation.watching_opt_ml(mode, say):
+            result = execute(
+                shape,
+                run_dir,
+                timeout=options.timeout,
+                log_dir=log_dir,
+                out=options.out,
+                err=options.err,
+                extra_paths=extra_paths,
+                extra_env=dict(options.env),
+                progress=say,
+                mode=mode,
+                exact=options.exact,
+            )
+    except BaseException:  # (an interrupt while the ranks run ends in a result, not here)
         remove_folder(folder)  # the job never started: leave nothing stuck InProgress
         raise
-    write_record(folder, record)
-    _say_start(name, shape, mode, why_not_hosts, options.exact, say)
-    log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
-    with isolation.watching_opt_ml(mode, say):
-        result = execute(
-            shape,
-            run_dir,
-            timeout=options.timeout,
-            log_dir=log_dir,
-            out=options.out,
-            err=options.err,
-            extra_paths=extra_paths,
-            extra_env=dict(options.env),
-            progress=say,
-            mode=mode,
-            exact=options.exact,
-        )
-    _conclude(record, folder, shape, result, start, request)
-    tighten(folder)  # its archives and logs: 0600, as every file smmpi keeps
-    if not options.keep:
-        shutil.rmtree(run_dir, ignore_errors=True)
+    with held():  # how the job ended is recorded whole; an interrupt waits for the end
+        _conclude(record, folder, shape, result, start, request)
+        tighten(folder)  # its archives and logs: 0600, as every file smmpi keeps
+        if not options.keep:
+            shutil.rmtree(run_dir, ignore_errors=True)
     job = LocalJob(name, folder, record, result)
     for line in _ending_lines(job, result.seconds):
         say(line)

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from smmpi.archives import tar_dirs
-from smmpi.errors import BadInput
-from smmpi.ops.local_jobs import jobs_root, write_private
+from smmpi.errors import BadInput, SmmpiError
+from smmpi.ops.local_jobs import discard_unfinished, jobs_root, made_here, write_private
 from smmpi.runners.local.container_files import checkpoint_uri, sync_checkpoints, tar_output_data
 from smmpi.runners.local.supervise import RunResult
 from smmpi.toolkit.hosts import HostDirs
@@ -22,6 +22,26 @@ STATUS_OF = {
     "TimedOut": "Failed",
     "Interrupted": "Stopped",
 }
+
+
+class Interrupted(SmmpiError):
+    """Ctrl-C or SIGTERM outside the ranks' run (exit code 130); the message says what of the
+    job is left."""
+
+    exit_code = 130
+
+
+def interrupted(name: str | None) -> Interrupted:
+    """What an interrupt outside the ranks' run leaves of local job ``name`` (None: not named
+    yet): nothing, if the job never ran (a folder of it this process made is removed), else its
+    record of how it ended."""
+    if name is None or not made_here(name) or discard_unfinished(name):
+        return Interrupted("interrupted before the job's ranks started; nothing of it was kept")
+    try:
+        status = load_record(name).get("TrainingJobStatus", "?")
+    except (OSError, ValueError, BadInput):
+        status = "?"
+    return Interrupted(f"interrupted; local job {name} had ended: {status} ({jobs_root() / name})")
 
 
 def now() -> str:

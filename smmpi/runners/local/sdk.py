@@ -16,7 +16,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import shutil
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -25,11 +29,12 @@ from smmpi.aws.clients import no_metadata_lookups
 from smmpi.aws.record import hooked
 from smmpi.catalog import missing_module_hint
 from smmpi.errors import SmmpiError
+from smmpi.ops.signals import held
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import modes
 from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.job import run_request
-from smmpi.runners.local.records import LocalJob
+from smmpi.runners.local.records import LocalJob, interrupted
 from smmpi.runners.local.supervise import check_timeout
 from smmpi.runners.local.trainer import check_trainer_run, run_trainer_request
 from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders
@@ -96,12 +101,17 @@ class LocalBackend:
         self.options = dataclasses.replace(options, region=built.settings.region)
         self.jobs: dict[str, LocalJob] = {}
         self.requests: list[Request] = []
+        self.interrupted = False
         self._hooks = contextlib.ExitStack()
 
     def create(self, params: dict[str, Any]) -> dict[str, Any]:
         request = cast("Request", restore_placeholders(params, self.built.settings.placeholders))
         self.requests.append(request)
-        job = run_request(request, self.source, self.options)
+        try:
+            job = run_request(request, self.source, self.options)
+        except KeyboardInterrupt:
+            self.interrupted = True  # (the SDK's telemetry wrapper swallows it)
+            raise
         self.jobs[job.name] = job
         hint = missing_module_hint(self.built.job.program, str(job.record.get("FailureReason", "")))
         if hint:
@@ -180,11 +190,71 @@ def local_estimator(job: MPIJob, options: RunOptions, *, job_name: str | None = 
 
     def fit(inputs: Any = None, *args: Any, logs: Any = False, **kwargs: Any) -> Any:
         kwargs.setdefault("job_name", built.job_name)
-        return sdk_fit(local_inputs(inputs), *args, logs=logs, **kwargs)
+        answer = sdk_fit(local_inputs(inputs), *args, logs=logs, **kwargs)
+        if backend.interrupted:
+            backend.interrupted = False
+            raise KeyboardInterrupt  # what the SDK swallowed
+        return answer
 
     estimator.fit = fit
     estimator.smmpi_local_backend = backend
     return estimator
+
+
+class _Stops:
+    """SIGINT and SIGTERM while ``submit --local`` runs: ``KeyboardInterrupt`` (as Ctrl-C is),
+    and remembered, since the SDK's telemetry wrapper swallows any exception a ``return`` in
+    its ``finally`` meets (``KeyboardInterrupt`` included: ``fit`` then returns None)."""
+
+    def __init__(self) -> None:
+        self.came = False
+        self.name: str | None = None  # the job's, once known
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.came = True
+        raise KeyboardInterrupt
+
+    def check(self, interrupted: bool = False) -> None:
+        """Go on with the interrupt the SDK swallowed, if one came."""
+        if self.came or interrupted:
+            raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[_Stops]:
+    """SIGTERM ends ``submit --local`` as Ctrl-C does. While the ranks run, either stops them
+    and the job is recorded Stopped (exit 130); at any other time it ends the command with
+    :class:`Interrupted` (exit 130, one line), and a job that never ran leaves nothing."""
+    stops = _Stops()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.getsignal(signum) for signum in signals}
+    ours = threading.current_thread() is threading.main_thread() and None not in previous.values()
+    for signum in signals if ours else ():
+        signal.signal(signum, stops)
+    try:
+        yield stops
+    except BaseException as err:  # (what the SDK raised after swallowing one, too)
+        if isinstance(err, KeyboardInterrupt) or (stops.came and isinstance(err, Exception)):
+            raise interrupted(stops.name) from None
+        raise
+    finally:
+        for signum, handler in previous.items() if ours else ():
+            signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def _scratch(prefix: str) -> Iterator[Path]:
+    """A temporary folder made and removed whole, even when an interrupt comes."""
+    with contextlib.ExitStack() as stack:
+        with held():
+            path = Path(tempfile.mkdtemp(prefix=prefix))
+            stack.callback(_remove, path)
+        yield path
+
+
+def _remove(path: Path) -> None:
+    with held():
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def submit_local(job: MPIJob, options: RunOptions, *, job_name: str | None = None) -> LocalJob:
@@ -192,12 +262,16 @@ def submit_local(job: MPIJob, options: RunOptions, *, job_name: str | None = Non
     check_world(job.instances, job.ppn)  # before the SDK, whose errors come with a banner
     check_timeout(options.timeout)
     modes.choose(options.isolation, job.instances)
-    built = build(job, offline=True, job_name=job_name)
-    backend = LocalBackend(built, options)
-    with backend.attached(), no_metadata_lookups():
-        built.estimator.fit(
-            local_inputs(job.inputs or None), wait=False, logs=False, job_name=built.job_name
-        )
+    with _interruptible() as stops:
+        built = build(job, offline=True, job_name=job_name)
+        stops.name = built.job_name
+        backend = LocalBackend(built, options)
+        with backend.attached(), no_metadata_lookups():
+            built.estimator.fit(
+                local_inputs(job.inputs or None), wait=False, logs=False, job_name=built.job_name
+            )
+        if built.job_name not in backend.jobs:  # (the ranks' run, interrupted, is a job)
+            stops.check(backend.interrupted)
     if built.job_name not in backend.jobs:
         raise SmmpiError("the SDK did not send a CreateTrainingJob request")
     return backend.jobs[built.job_name]
@@ -211,10 +285,12 @@ def submit_trainer_local(job: MPIJob, options: RunOptions) -> LocalJob:
     instance from the copies it kept.
     """
     check_trainer_run(options, job.instances, job.ppn)  # before the SDK builds anything
-    with tempfile.TemporaryDirectory(prefix="smmpi-mt-") as tmp:
-        captured = capture_offline(job, Path(tmp))
+    with _interruptible() as stops, _scratch("smmpi-mt-") as tmp:
+        captured = capture_offline(job, tmp)
+        stops.check()
         for note in captured.notes:  # what smmpi did to the driver's line, and why
             options.progress(f"smmpi: note: {note}")
         request = cast("Request", captured.request)
+        stops.name = str(request.get("TrainingJobName", ""))
         chosen = dataclasses.replace(options, region=captured.region)
         return run_trainer_request(request, captured.channels, chosen)

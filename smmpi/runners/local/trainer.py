@@ -32,12 +32,14 @@ from smmpi.aws.facts import check_job_name
 from smmpi.errors import BadInput
 from smmpi.mpi_output import printable
 from smmpi.ops.local_jobs import (
+    LOCAL_PPN,
     configured_keep,
     create_folder,
     prune,
     remove_folder,
     tighten,
 )
+from smmpi.ops.signals import held
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import exact
 from smmpi.runners.local.bounds import check_world
@@ -220,7 +222,7 @@ def _prepare(
     run_dir = folder / "hosts"
     try:
         run_dir.mkdir()
-        record = new_record(request, shape.job_name, run_dir)
+        record = {**new_record(request, shape.job_name, run_dir), LOCAL_PPN: shape.ppn}
         write_record(folder, record)
         if on_start:
             on_start(record)
@@ -233,6 +235,31 @@ def _prepare(
         raise
     write_record(folder, record)
     return record
+
+
+def _execute(
+    request: Request, options: RunOptions, shape: JobShape, folder: Path, venv_dir: Path
+) -> RunResult:
+    """The instances started with the request's own entrypoint, supervised to their end."""
+    say = options.progress
+    say(
+        f"smmpi: local job {shape.job_name}: {shape.instances} emulated host(s) x {shape.ppn} "
+        f"process(es) = {shape.world_size} ranks ({shape.instance_type}, isolated hosts)"
+    )
+    say(FIRST_LINE)
+    return execute(
+        shape,
+        folder / "hosts",
+        timeout=options.timeout,
+        log_dir=Path(options.log_dir) if options.log_dir else folder / "logs",
+        out=options.out,
+        err=options.err,
+        extra_env=dict(options.env),
+        progress=say,
+        mode="hosts",
+        exact=True,
+        container=functools.partial(pod_command, request, venv_dir, dict(options.env)),
+    )
 
 
 def run_trainer_request(
@@ -252,33 +279,21 @@ def run_trainer_request(
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
     start = time.monotonic()
-    record = _prepare(request, channels, options, shape, folder, on_start)
-    say(
-        f"smmpi: local job {name}: {shape.instances} emulated host(s) x {shape.ppn} "
-        f"process(es) = {shape.world_size} ranks ({shape.instance_type}, isolated hosts)"
-    )
-    say(FIRST_LINE)
-    result = execute(
-        shape,
-        run_dir,
-        timeout=options.timeout,
-        log_dir=Path(options.log_dir) if options.log_dir else folder / "logs",
-        out=options.out,
-        err=options.err,
-        extra_env=dict(options.env),
-        progress=say,
-        mode="hosts",
-        exact=True,
-        container=functools.partial(pod_command, request, venv_dir, dict(options.env)),
-    )
+    try:
+        record = _prepare(request, channels, options, shape, folder, on_start)
+        result = _execute(request, options, shape, folder, venv_dir)
+    except BaseException:  # (an interrupt while the ranks run ends in a result, not here)
+        remove_folder(folder)  # the job never started: leave nothing stuck InProgress
+        raise
     if result.failed_rank is None and (result.reason or "").startswith("the job asked for"):
         result.reason = f"{result.reason}: the MPI driver's mpirun has -np {driver_np(drivers)}"
     record["TrainingTimeInSeconds"] = round(time.monotonic() - start, 3)
     record["BillableTimeInSeconds"] = 0
-    text = _conclude(record, folder, shape, result, request)
-    tighten(folder)  # its archives and logs: 0600, as every file smmpi keeps
-    if not options.keep:
-        shutil.rmtree(run_dir, ignore_errors=True)
+    with held():  # how the job ended is recorded whole; an interrupt waits for the end
+        text = _conclude(record, folder, shape, result, request)
+        tighten(folder)  # its archives and logs: 0600, as every file smmpi keeps
+        if not options.keep:
+            shutil.rmtree(run_dir, ignore_errors=True)
     job = LocalJob(name, folder, record, result)
     for line in _ending(job, text):
         say(line)

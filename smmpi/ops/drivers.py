@@ -1,0 +1,68 @@
+"""A ModelTrainer job's processes per host, read where its container reads them.
+
+ModelTrainer (SDK v2's ``sagemaker.modules.train``, v3's ``sagemaker.train``) sends no MPI
+hyperparameter: its MPI driver reads ``process_count_per_node`` from
+``/opt/ml/input/data/sm_drivers/distributed.json``, a file the SDK uploads with the
+``sm_drivers`` channel. ``status`` and ``logs`` read that one small object, so the request
+stays the one the SDK built. An object that cannot be read (no permission, gone, too large,
+not the driver's JSON) gives no answer, never an error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from smmpi.aws.clients import split_s3
+
+if TYPE_CHECKING:
+    from smmpi.aws.types import S3Client
+
+DRIVERS = "sm_drivers"
+CONFIG = "distributed.json"
+MOST = 64 * 1024  # the driver's file is a few hundred bytes
+
+
+def drivers_uri(description: Mapping[str, Any]) -> str | None:
+    """The ``sm_drivers`` channel's S3 URI of a job whose request starts its own container."""
+    if not (description.get("AlgorithmSpecification") or {}).get("ContainerEntrypoint"):
+        return None
+    for channel in description.get("InputDataConfig") or []:
+        if channel.get("ChannelName") == DRIVERS:
+            source = (channel.get("DataSource") or {}).get("S3DataSource") or {}
+            uri = source.get("S3Uri")
+            return uri if isinstance(uri, str) and uri.startswith("s3://") else None
+    return None
+
+
+def processes_in(text: bytes | str) -> int | None:
+    """``process_count_per_node`` of the driver's ``distributed.json`` (None: not set or not it)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    count = data.get("process_count_per_node") if isinstance(data, dict) else None
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        return None
+    return count
+
+
+def drivers_processes_per_host(s3: S3Client, description: Mapping[str, Any]) -> int | None:
+    """The processes per host a ModelTrainer job's driver starts, from its channel in S3."""
+    uri = drivers_uri(description)
+    if uri is None:
+        return None
+    bucket, prefix = split_s3(uri)
+    key = f"{prefix.rstrip('/')}/{CONFIG}" if prefix.strip("/") else CONFIG
+    try:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"]
+        try:
+            text = body.read(MOST + 1)
+        finally:
+            body.close()
+    except (BotoCoreError, ClientError, OSError, ValueError):
+        return None
+    return processes_in(text) if len(text) <= MOST else None
