@@ -36,6 +36,22 @@ def cached_venv(root: Path, kind: str, sitedirs: Sequence[str], scripts: Mapping
     os.chmod(root.parent, 0o700)
     os.chmod(root, 0o700)
     partial = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
+    try:  # an interrupt or a failure leaves no half-built venv
+        _build(partial, venv_dir, kind, sitedirs, scripts)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    try:
+        partial.rename(venv_dir)
+    except OSError:  # another run built it meanwhile
+        shutil.rmtree(partial, ignore_errors=True)
+    return venv_dir
+
+
+def _build(
+    partial: Path, venv_dir: Path, kind: str, sitedirs: Sequence[str], scripts: Mapping[str, str]
+) -> None:
+    """The venv at ``partial``, its scripts' first lines naming ``venv_dir`` (its final name)."""
     venv.EnvBuilder(with_pip=False, symlinks=True).create(partial)
     purelib = sysconfig.get_paths(vars={"base": str(partial), "platbase": str(partial)})["purelib"]
     added = "; ".join(f"site.addsitedir({d!r})" for d in sitedirs)
@@ -44,8 +60,3 @@ def cached_venv(root: Path, kind: str, sitedirs: Sequence[str], scripts: Mapping
         script = partial / "bin" / name
         script.write_text(f"#!{venv_dir}/bin/python3\n{source}")
         script.chmod(0o700)
-    try:
-        partial.rename(venv_dir)
-    except OSError:  # another run built it meanwhile
-        shutil.rmtree(partial, ignore_errors=True)
-    return venv_dir
