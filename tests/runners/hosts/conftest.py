@@ -37,11 +37,13 @@ def run_dir() -> Iterator[Path]:
 
 
 @pytest.fixture
-def machine() -> Iterator[Machine]:
-    """The machine before the test; after it, the same links, mounts and /opt."""
-    before = Machine.now()
+def machine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machine]:
+    """The machine before the test; after it, the same links, mounts and /opt (the mounts of
+    other test sessions' pytest folders aside)."""
+    own = tmp_path_factory.getbasetemp()
+    before = Machine.now(own)
     yield before
-    after = Machine.now()
+    after = Machine.now(own)
     assert after == before
 
 

@@ -182,6 +182,7 @@ def _ranks_of(script: Path) -> list[int]:
     return found
 
 
+@pytest.mark.machine  # its ranks write this machine's /opt/ml, which the tests beside it check
 def test_processes_mode_says_what_differs_and_notices_opt_ml(
     env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -230,6 +231,7 @@ def test_bad_isolation_is_refused(env: dict[str, str], tmp_path: Path) -> None:
     assert not (tmp_path / "local-jobs").exists()
 
 
+@pytest.mark.machine  # 64 instances at once take the machine: not beside other runs
 def test_sixty_four_isolated_hosts_run(
     env: dict[str, str], tmp_path: Path, nothing_left: None
 ) -> None:
