@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -29,8 +30,10 @@ def make_pod(root: Path, count: int) -> Pod:
 
 @pytest.fixture
 def run_dir() -> Iterator[Path]:
-    """A run folder under /tmp (so an unprivileged user can be given it, too)."""
-    folder = Path(tempfile.mkdtemp(prefix="smmpi-hosts-test-"))
+    """A run folder under /tmp (so an unprivileged user can be given it, too: not a pytest-xdist
+    worker's own TMPDIR, which only root may enter)."""
+    shared = os.environ.get("SMMPI_TESTS_SHARED_TMP") or None
+    folder = Path(tempfile.mkdtemp(prefix="smmpi-hosts-test-", dir=shared))
     folder.chmod(0o755)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
