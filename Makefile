@@ -93,7 +93,7 @@ FALLBACK_TESTS = tests/runners/local tests/faults/test_runtime_faults.py \
 pytest: sshd $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.installed \
 		$(SDK3_VENV)/.installed-$(SDK3_VERSION)
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" \
-		$(BIN)/pytest -q -n 4 --dist loadgroup -m "side_by_side and not machine" --durations=15
+		$(BIN)/pytest -q -n 4 -m "side_by_side and not machine" --durations=15
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" \
 		$(BIN)/pytest -q -m "not side_by_side or machine" --durations=40
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes \

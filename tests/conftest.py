@@ -70,12 +70,7 @@ SIDE_BY_SIDE = (
 #: (a cgroup of its own, see footprint.py); elsewhere they run one at a time
 SIDE_BY_SIDE_TRACKED = ("faults", "runners/hosts")
 
-#: Set-ups made once and read by several tests: the tests using one share a worker
-#: (``--dist loadgroup``), which makes it once instead of once per worker
-SHARED_SETUP = ("probe", "nobody_python")
 
-
-@pytest.hookimpl(tryfirst=True)  # before -m selects and xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     folders = SIDE_BY_SIDE + (SIDE_BY_SIDE_TRACKED if tracked() else ())
@@ -83,9 +78,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         folder = item.path.relative_to(tests).parent.as_posix()
         if any(folder == f or folder.startswith(f + "/") for f in folders):
             item.add_marker(pytest.mark.side_by_side)
-        shared = [name for name in SHARED_SETUP if name in getattr(item, "fixturenames", ())]
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(shared[0]))
 
 
 def _run_dirs() -> set[Path]:

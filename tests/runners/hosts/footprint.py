@@ -137,7 +137,8 @@ def _ours_or_not_scratch(point: str, own: Path) -> bool:
     return "/pytest-of-" not in point or (point + "/").startswith(f"{own}/")
 
 
-def _descendants(pid: int) -> list[str]:
+def descendants(pid: int) -> list[str]:
+    """``pid`` and every process below it, in any PID namespace (as this one numbers them)."""
     found, todo = [], [str(pid)]
     while todo:
         current = todo.pop()
@@ -161,7 +162,7 @@ def pod_namespaces(outer_pid: int) -> set[str]:
     """Every namespace used by a process of the pod started as ``outer_pid`` (while it runs),
     each instance's own PID namespace included."""
     found: set[str] = set()
-    for pid in _descendants(outer_pid):
+    for pid in descendants(outer_pid):
         found.update(ns for kind in KINDS if (ns := _ns(pid, kind)))
     own = {ns for kind in KINDS if (ns := _ns("self", kind))}
     return found - own
