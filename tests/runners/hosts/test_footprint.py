@@ -33,13 +33,33 @@ def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
         proc.wait()
 
 
-def test_this_session_has_a_cgroup_of_its_own() -> None:
-    """As root on cgroup v2 (this suite's machines): the faults and hosts folders then run side
-    by side; without it they run one at a time (tests/conftest.py)."""
-    assert footprint.tracked()
-    group = footprint._OWN[0]
-    assert str(os.getpid()) in (group / "cgroup.procs").read_text().split()
-    assert Path("/proc/self/cgroup").read_text().rstrip().endswith(f"/{group.name}")
+def _cgroup_can_be_made() -> bool:
+    """Whether this process may make a cgroup (v2) beside its own, as the session did."""
+    found = footprint._cgroup2()
+    if found is None:
+        return False
+    mount, own = found
+    probe = mount / own / f"smmpi-probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+    except OSError:
+        return False
+    probe.rmdir()
+    return True
+
+
+def test_this_session_has_a_cgroup_of_its_own_where_one_can_be_made(
+    request: pytest.FixtureRequest,
+) -> None:
+    """As root on cgroup v2 (this suite's machines) each pytest process has a cgroup of its own,
+    and this folder runs side by side; without one it runs one at a time (tests/conftest.py)."""
+    possible = _cgroup_can_be_made()
+    assert footprint.tracked() == possible
+    assert (request.node.get_closest_marker("side_by_side") is not None) == possible
+    if possible:
+        group = footprint._OWN[0]
+        assert str(os.getpid()) in (group / "cgroup.procs").read_text().split()
+        assert Path("/proc/self/cgroup").read_text().rstrip().endswith(f"/{group.name}")
 
 
 def test_a_namespace_held_by_this_sessions_process_is_counted(
@@ -59,6 +79,7 @@ def test_a_namespace_held_by_another_sessions_process_is_not(
     sleepers: list[subprocess.Popen[bytes]],
 ) -> None:
     """A process in another cgroup (a test beside this one) holds a new namespace: not ours."""
+    assert footprint.tracked(), "as root on cgroup v2, each pytest process has a cgroup of its own"
     before = namespaces_in_use()
     sleepers.append(subprocess.Popen(["unshare", "--uts", "sleep", "60"]))
     ns = _uts(sleepers[0])
