@@ -80,6 +80,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.side_by_side)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``, as `make test`'s processes-mode pass asks (it holds the failure suite's
+    test_runtime_faults.py): four workers where this session's processes are told from the
+    others' (a cgroup of its own), else one."""
+    return 4 if tracked() else 1
+
+
 def _run_dirs() -> set[Path]:
     return set(Path(tempfile.gettempdir()).glob("smmpi-run-*"))
 
