@@ -97,7 +97,7 @@ pytest: sshd $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.in
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" \
 		$(BIN)/pytest -q -m "not side_by_side or machine" --durations=40
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes \
-		$(BIN)/pytest -q -p no:cacheprovider $(FALLBACK_TESTS)
+		$(BIN)/pytest -q -n auto -p no:cacheprovider $(FALLBACK_TESTS)
 
 test-fallback: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.installed \
 		$(SDK3_VENV)/.installed-$(SDK3_VERSION)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
+from tests.runners.hosts.footprint import track_own_processes, tracked, untrack_own_processes
 
 # Under pytest-xdist each worker gets a temp folder of its own, so the checks that nothing is
 # left there (run folders, sessions) see only their own worker's runs
@@ -27,10 +28,15 @@ if _WORKER:
     os.environ["TMPDIR"] = str(_OWN_TMP)
     tempfile.tempdir = None
 
+# Every process this session starts is born in its cgroup: the namespaces its tests' runs leave
+# are told from those of the tests beside it (tests/runners/hosts/footprint.py)
+track_own_processes(f"smmpi-tests-{os.getpid()}")
+
 
 def pytest_sessionfinish() -> None:
     if _WORKER:
         shutil.rmtree(_OWN_TMP, ignore_errors=True)
+    untrack_own_processes()
 
 
 # A suite started in the background of a non-interactive shell (`make test &`) inherits SIGINT
@@ -41,8 +47,9 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 
 #: Folders whose tests may run beside others (`make test` runs them in several workers): most
 #: of their time is waiting (the toolkit's 30 s sleeps, the ModelTrainer driver's retries,
-#: jobs that serve runs while a client polls them) or building requests, and none checks the
-#: whole machine's state (``machine`` marks the few that do) or times itself
+#: jobs that serve runs while a client polls them, runs that end at a timeout) or building
+#: requests, and none checks the whole machine's state (``machine`` marks the few that do) or
+#: times itself
 SIDE_BY_SIDE = (
     "exact",
     "model_trainer",
@@ -58,13 +65,26 @@ SIDE_BY_SIDE = (
     "runners/sagemaker",
 )
 
+#: Folders that check what their runs leave (namespaces, processes, mounts, run folders): they
+#: may run beside others only when this session's processes are told from other sessions'
+#: (a cgroup of its own, see footprint.py); elsewhere they run one at a time
+SIDE_BY_SIDE_TRACKED = ("faults", "runners/hosts")
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
+    folders = SIDE_BY_SIDE + (SIDE_BY_SIDE_TRACKED if tracked() else ())
     for item in items:
         folder = item.path.relative_to(tests).parent.as_posix()
-        if any(folder == f or folder.startswith(f + "/") for f in SIDE_BY_SIDE):
+        if any(folder == f or folder.startswith(f + "/") for f in folders):
             item.add_marker(pytest.mark.side_by_side)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``, as `make test`'s processes-mode pass asks (it holds the failure suite's
+    test_runtime_faults.py): four workers where this session's processes are told from the
+    others' (a cgroup of its own), else one."""
+    return 4 if tracked() else 1
 
 
 def _run_dirs() -> set[Path]:

@@ -3,7 +3,9 @@
 Every test's environment carries a unique ``SMMPI_FAULT_MARK`` and a private ``TMPDIR``; the
 ``fault_env`` fixture fails the test if, afterwards, any process carrying the mark (mpirun, a rank,
 a rank's child in its own session) is still alive (and then kills it), a run folder is left in the
-``TMPDIR``, or the machine has a namespace, network link or mount that it did not have before.
+``TMPDIR``, a process of this test session holds a namespace that none held before (each session
+has a cgroup of its own, see footprint.py), or the machine has a network link or mount that it did
+not have before (other sessions' pytest folders aside).
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ def kill_marked(mark: str) -> None:
 
 
 @pytest.fixture
-def fault_env(env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:
+def fault_env(
+    env: dict[str, str], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, str]]:
     """The clean CLI environment, a private TMPDIR and local-jobs folder, and a process mark."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -71,7 +75,8 @@ def fault_env(env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:
         SMMPI_LOCAL_JOBS=str(tmp_path / "local-jobs"),
         **{MARK: mark},
     )
-    machine, namespaces = Machine.now(), namespaces_in_use()
+    own = tmp_path_factory.getbasetemp()
+    machine, namespaces = Machine.now(own), namespaces_in_use()
     try:
         yield env
         left = leftovers(mark)
@@ -79,6 +84,6 @@ def fault_env(env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:
         assert not list(tmp.glob("smmpi-run-*")), "a run folder outlived the run"
         new = new_namespaces(namespaces)
         assert not new, f"namespaces outlived the run: {who_holds(new)}"
-        assert Machine.now() == machine, "links, mounts or /opt changed"
+        assert Machine.now(own) == machine, "links, mounts or /opt changed"
     finally:
         kill_marked(mark)

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import BIN, PipeLines, base_env, smmpi
-from tests.runners.hosts.footprint import Machine, wait_gone
+from tests.runners.hosts.footprint import Machine, descendants, wait_gone
 
 PROBE = Path(__file__).with_name("boundary_probe.py")
 KINDS = ("pid", "uts", "ipc", "net", "mnt", "cgroup")
@@ -102,9 +102,10 @@ def _outside_namespaces(rank_pids: list[int], pod: set[str]) -> list[str]:
     return shared
 
 
-def _rank_pids(name: str) -> list[int]:
+def _rank_pids(name: str, run: int) -> list[int]:
+    """The ranks running ``name`` that the run started as ``run`` started (not another test's)."""
     found = []
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+    for pid in descendants(run):
         try:
             words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -140,11 +141,11 @@ def _read_rows(
         if ended and not more and not pipe.rest:
             break
         if any('{"ready"' in line for line in more):
-            pids = _rank_pids(PROBE.name)
+            pids = _rank_pids(PROBE.name, proc.pid)
             settle = time.monotonic() + 10  # a rank's child between fork and exec has its argv
             while len(pids) != 4 and time.monotonic() < settle:
                 time.sleep(0.05)
-                pids = _rank_pids(PROBE.name)
+                pids = _rank_pids(PROBE.name, proc.pid)
             assert len(pids) == 4, pids
             shared = _outside_namespaces(pids, pod)
             go.write_text("go")

@@ -197,6 +197,7 @@ def test_submit_local_world_beyond_the_bound_is_refused(fault_env: dict[str, str
     _nothing_created(fault_env)
 
 
+@pytest.mark.machine  # 200 ranks at once take the machine: not beside other runs
 def test_two_hundred_hosts_run(fault_env: dict[str, str], tmp_path: Path) -> None:
     """Every host's variables reach its rank without one huge mpirun argv."""
     prog = _program(

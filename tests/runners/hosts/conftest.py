@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -29,19 +30,23 @@ def make_pod(root: Path, count: int) -> Pod:
 
 @pytest.fixture
 def run_dir() -> Iterator[Path]:
-    """A run folder under /tmp (so an unprivileged user can be given it, too)."""
-    folder = Path(tempfile.mkdtemp(prefix="smmpi-hosts-test-"))
+    """A run folder under /tmp (so an unprivileged user can be given it, too: not a pytest-xdist
+    worker's own TMPDIR, which only root may enter)."""
+    shared = os.environ.get("SMMPI_TESTS_SHARED_TMP") or None
+    folder = Path(tempfile.mkdtemp(prefix="smmpi-hosts-test-", dir=shared))
     folder.chmod(0o755)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
-def machine() -> Iterator[Machine]:
-    """The machine before the test; after it, the same links, mounts and /opt."""
-    before = Machine.now()
+def machine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machine]:
+    """The machine before the test; after it, the same links, mounts and /opt (the mounts of
+    other test sessions' pytest folders aside)."""
+    own = tmp_path_factory.getbasetemp()
+    before = Machine.now(own)
     yield before
-    after = Machine.now()
+    after = Machine.now(own)
     assert after == before
 
 

@@ -182,6 +182,7 @@ def _ranks_of(script: Path) -> list[int]:
     return found
 
 
+@pytest.mark.machine  # its ranks write this machine's /opt/ml, which the tests beside it check
 def test_processes_mode_says_what_differs_and_notices_opt_ml(
     env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -230,6 +231,7 @@ def test_bad_isolation_is_refused(env: dict[str, str], tmp_path: Path) -> None:
     assert not (tmp_path / "local-jobs").exists()
 
 
+@pytest.mark.machine  # 64 instances at once take the machine: not beside other runs
 def test_sixty_four_isolated_hosts_run(
     env: dict[str, str], tmp_path: Path, nothing_left: None
 ) -> None:
@@ -254,7 +256,9 @@ def test_an_unprivileged_user_runs_isolated_hosts(
     tmp_path: Path, nothing_left: None, nobody_python: str
 ) -> None:
     """As user 65534: a user namespace maps it to root; the probe sees the same cluster."""
-    home = Path(tempfile.mkdtemp(prefix="smmpi-nobody-"))
+    shared = os.environ.get("SMMPI_TESTS_SHARED_TMP") or None  # not a worker's own TMPDIR
+    home = Path(tempfile.mkdtemp(prefix="smmpi-nobody-", dir=shared))
+    runs_before = _nobodys_run_folders()
     try:
         shutil.copy(PROBE, home / "probe.py")
         give_to_nobody(home)
@@ -279,8 +283,24 @@ def test_an_unprivileged_user_runs_isolated_hosts(
             (3, "algo-2", 1),
         ]
         assert all(r["eth0_bytes"] > 8 << 20 for r in rows if r["hostname"] == "algo-2")
+        deadline = time.monotonic() + 10  # its run folder, in /tmp (the tests' own TMPDIR aside)
+        while (left := _nobodys_run_folders() - runs_before) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not left, left
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def _nobodys_run_folders() -> set[Path]:
+    """User 65534's run folders in /tmp: no test but the one above runs smmpi as that user."""
+    found = set()
+    for folder in Path("/tmp").glob("smmpi-run-*"):
+        try:
+            if folder.lstat().st_uid == 65534:
+                found.add(folder)
+        except OSError:
+            pass
+    return found
 
 
 @pytest.mark.aws  # under the network guard: nothing may leave for AWS
