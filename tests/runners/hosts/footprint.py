@@ -169,9 +169,11 @@ def pod_namespaces(outer_pid: int) -> set[str]:
 
 
 def holders_of(namespaces: set[str]) -> list[str]:
-    """Processes that still hold any of ``namespaces``: pids with the namespace they hold."""
+    """Processes of this session (of the machine, if not tracked) that still hold any of
+    ``namespaces``: pids with the namespace they hold. Only this session's: the kernel gives
+    a freed namespace's number to the next one made, by a test beside this one too."""
     left = []
-    for pid in _pids():
+    for pid in _own_pids() if _OWN else _pids():
         for kind in KINDS:
             ns = _ns(pid, kind)
             if ns in namespaces:

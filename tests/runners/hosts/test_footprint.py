@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.runners.hosts import footprint
-from tests.runners.hosts.footprint import Machine, namespaces_in_use, new_namespaces
+from tests.runners.hosts.footprint import Machine, holders_of, namespaces_in_use, new_namespaces
 
 
 def _uts(proc: subprocess.Popen[bytes]) -> str:
@@ -70,6 +70,7 @@ def test_a_namespace_held_by_this_sessions_process_is_counted(
     ns = _uts(sleepers[0])
     assert ns in namespaces_in_use()
     assert ns in new_namespaces(before, timeout=0.5)
+    assert f"{sleepers[0].pid}:{ns}" in holders_of({ns})
     sleepers[0].kill()
     sleepers[0].wait()
     assert new_namespaces(before) == set()
@@ -85,6 +86,7 @@ def test_a_namespace_held_by_another_sessions_process_is_not(
     ns = _uts(sleepers[0])
     (footprint._OWN[0].parent / "cgroup.procs").write_text(str(sleepers[0].pid))
     assert ns not in namespaces_in_use()
+    assert holders_of({ns}) == []  # (its number may be one this session's run had)
     assert new_namespaces(before, timeout=0.5) == set()
 
 
