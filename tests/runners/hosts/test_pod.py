@@ -215,10 +215,28 @@ def test_nothing_left_after_sigkill_of_its_starter(run_dir: Path, machine: Machi
         time.sleep(0.02)
     namespaces = pod_namespaces(outer)
     assert len(namespaces) >= 10
+    born = _start_time(outer)
     starter.kill()
     starter.wait()
     assert wait_gone(namespaces) == []
-    assert not os.path.exists(f"/proc/{outer}")
+    deadline = time.monotonic() + 10  # its new parent reaps it; a test beside may reuse its pid
+    while _alive_since(outer, born) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive_since(outer, born)
+
+
+def _start_time(pid: int) -> str:
+    """When ``pid`` started (clock ticks after boot): tells it from a later process of that pid."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+
+
+def _alive_since(pid: int, born: str) -> bool:
+    """Whether the process ``pid`` that started at ``born`` still runs (a zombie does not)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[19] == born and fields[0] != "Z"
 
 
 def test_bridge_batch_and_agent_are_what_runs(run_dir: Path) -> None:
