@@ -69,6 +69,25 @@ def _ended(proc: subprocess.Popen[str], signum: int) -> tuple[str, str]:
     return out, err
 
 
+def _nothing_kept(proc: subprocess.Popen[str], signum: int, env: dict[str, str]) -> None:
+    """Interrupted before its ranks ran: one line, no job folder, no temporary folder."""
+    _, err = _ended(proc, signum)
+    assert _last(err) == NOTHING_KEPT, err[-3000:]
+    assert _jobs(env) == []
+    assert not any(Path(env["TMPDIR"]).iterdir())  # the SDK's channels' copies too
+
+
+def _until_ready(proc: subprocess.Popen[str], ranks: int) -> None:
+    """Read the run's output until every rank said it is ready."""
+    assert proc.stdout is not None
+    ready = 0
+    for line in proc.stdout:
+        ready += "ready" in line
+        if ready == ranks:
+            break
+    assert ready == ranks, proc.communicate()
+
+
 def _last(text: str) -> str:
     return text.strip().splitlines()[-1]
 
@@ -91,10 +110,7 @@ def test_an_interrupt_while_the_hosts_are_laid_out_leaves_nothing(
     proc = _start(prog, fault_env, "-N", "16", "-n", "1", "--job-name", "laid-out")
     hosts = Path(fault_env["SMMPI_LOCAL_JOBS"]) / "laid-out" / "hosts"
     _when(hosts.exists, proc, "host trees")
-    _, err = _ended(proc, signum)
-    assert _last(err) == NOTHING_KEPT, err[-3000:]
-    assert _jobs(fault_env) == []
-    assert not any(Path(fault_env["TMPDIR"]).iterdir())
+    _nothing_kept(proc, signum, fault_env)
 
 
 @pytest.mark.parametrize("signum", SIGNALS)
@@ -106,10 +122,7 @@ def test_an_interrupt_as_the_jobs_folder_is_made_leaves_nothing(
     proc = _start(prog, fault_env, "-N", "4", "-n", "1", "--job-name", "made")
     folder = Path(fault_env["SMMPI_LOCAL_JOBS"]) / "made"
     _when(folder.exists, proc, "the job's folder")
-    _, err = _ended(proc, signum)
-    assert _last(err) == NOTHING_KEPT, err[-3000:]
-    assert _jobs(fault_env) == []
-    assert not any(Path(fault_env["TMPDIR"]).iterdir())
+    _nothing_kept(proc, signum, fault_env)
 
 
 @pytest.mark.parametrize("signum", SIGNALS)
@@ -118,13 +131,7 @@ def test_an_interrupt_while_the_ranks_run_records_the_job_stopped(
 ) -> None:
     prog = _program(tmp_path, READY)
     proc = _start(prog, fault_env, "-N", "2", "-n", "2", "--job-name", "running")
-    assert proc.stdout is not None
-    ready = 0
-    for line in proc.stdout:
-        ready += "ready" in line
-        if ready == 4:
-            break
-    assert ready == 4, proc.communicate()
+    _until_ready(proc, 4)
     _, err = _ended(proc, signum)
     assert _last(err) == "smmpi: interrupted; every rank was stopped", err[-3000:]
     (folder,) = _jobs(fault_env)
@@ -169,10 +176,7 @@ def test_model_trainer_an_interrupt_while_laid_out_leaves_nothing(
     proc = _start(prog, fault_env, "-N", "8", "-n", "1", "--api", "model-trainer")
     root = Path(fault_env["SMMPI_LOCAL_JOBS"])
     _when(lambda: any(root.glob("*/hosts")), proc, "host trees")
-    _, err = _ended(proc, signum)
-    assert _last(err) == NOTHING_KEPT, err[-3000:]
-    assert _jobs(fault_env) == []
-    assert not any(Path(fault_env["TMPDIR"]).iterdir())  # the SDK's channels' copies too
+    _nothing_kept(proc, signum, fault_env)
 
 
 def test_model_trainer_an_interrupt_while_the_ranks_run_records_the_job_stopped(
@@ -181,13 +185,7 @@ def test_model_trainer_an_interrupt_while_the_ranks_run_records_the_job_stopped(
     fault_env.pop("SMMPI_ISOLATION", None)
     prog = _program(tmp_path, READY)
     proc = _start(prog, fault_env, "-N", "2", "-n", "1", "--api", "model-trainer")
-    assert proc.stdout is not None
-    ready = 0
-    for line in proc.stdout:
-        ready += "ready" in line
-        if ready == 2:
-            break
-    assert ready == 2, proc.communicate()
+    _until_ready(proc, 2)
     _, err = _ended(proc, signal.SIGTERM)
     assert _last(err) == "smmpi: interrupted; every rank was stopped", err[-3000:]
     (folder,) = _jobs(fault_env)

@@ -44,15 +44,19 @@ def _check_rows_and_ranks(name: str, env: dict[str, str]) -> None:
     assert last.returncode == 0, last.stderr
 
 
+def _submitted(moto_server: MotoServer, aws: dict[str, str]) -> str:
+    """A 2 x 2 ModelTrainer job submitted online (to the moto server): its name."""
+    make_bucket(moto_server, "smmpi-rows")
+    done = run_checked(["submit", "demo", *ARGS, "--bucket", "smmpi-rows", "--no-wait"], aws)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 @pytest.mark.aws
 def test_a_job_submitted_online_has_the_processes_row(
     moto_server: MotoServer, aws: dict[str, str]
 ) -> None:
-    make_bucket(moto_server, "smmpi-rows")
-    done = run_checked(["submit", "demo", *ARGS, "--bucket", "smmpi-rows", "--no-wait"], aws)
-    assert done.returncode == 0, done.stderr
-    name = done.stdout.strip()
-    _check_rows_and_ranks(name, aws)
+    _check_rows_and_ranks(_submitted(moto_server, aws), aws)
 
 
 @pytest.mark.aws
@@ -60,9 +64,7 @@ def test_an_unreadable_drivers_channel_shows_no_row_and_refuses_nothing(
     moto_server: MotoServer, aws: dict[str, str]
 ) -> None:
     """The driver's config gone from S3: status still answers (no row), any rank is looked for."""
-    make_bucket(moto_server, "smmpi-rows")
-    done = run_checked(["submit", "demo", *ARGS, "--bucket", "smmpi-rows", "--no-wait"], aws)
-    name = done.stdout.strip()
+    name = _submitted(moto_server, aws)
     s3 = moto_server.boto3_client("s3")
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket="smmpi-rows")["Contents"]]
     (config,) = [k for k in keys if k.endswith("/sm_drivers/distributed.json")]
