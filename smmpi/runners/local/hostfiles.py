@@ -41,12 +41,14 @@ def reaper_command(
     ranks: int | None = None,
     remove: Path | None = None,
     python: str = sys.executable,
+    cpu_group: str | None = None,
 ) -> list[str]:
     """COMMAND under the run's reaper, which ends every process of the run with the run.
 
     Reusable by any launcher: give it the command that starts the run's
     processes, the records folder (where ranks write ``rank-R.exit``), the
-    number of ranks, and a folder to remove if this process dies.
+    number of ranks, a folder to remove if this process dies, and the CPU cgroup to make
+    and hold the run in (see :mod:`.cpu_share`).
     """
     argv = [python, "-I", "-S", str(WATCH), "run", "--parent", str(os.getpid())]
     argv += ["--record", str(record_dir)]
@@ -54,6 +56,8 @@ def reaper_command(
         argv += ["--ranks", str(ranks)]
     if remove is not None:
         argv += ["--remove", str(remove)]
+    if cpu_group is not None:
+        argv += ["--cpu-group", cpu_group]
     return [*argv, "--", *command]
 
 

@@ -28,6 +28,7 @@ from typing import IO
 from smmpi.errors import BadInput
 from smmpi.mpi_output import printable
 from smmpi.runners.base import Progress, silent
+from smmpi.runners.local.cpu_share import group
 from smmpi.runners.local.exits import Ends, read_ends
 from smmpi.runners.local.hangs import hang_pitfall
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
@@ -80,7 +81,8 @@ Popen = subprocess.Popen[bytes]
 def _start(how: Launch, run_dir: Path, ranks: int, stdin_closed: bool, remove: bool) -> Popen:
     """mpirun under the run's reaper, in its own session; smmpi's stdin if rank 0 reads it.
     The descriptors it inherits are closed here once it has them."""
-    command = reaper_command(how.argv, stack_dir(run_dir), ranks, run_dir if remove else None)
+    removed = run_dir if remove else None
+    command = reaper_command(how.argv, stack_dir(run_dir), ranks, removed, cpu_group=group())
     try:
         return subprocess.Popen(
             command,

@@ -1,6 +1,7 @@
 """The two small processes that own a local run's processes (run by path: standard library only).
 
-``python -I -S watch.py run --parent PID --record DIR [--ranks N] [--remove DIR] -- COMMAND...``
+``python -I -S watch.py run --parent PID --record DIR [--ranks N] [--remove DIR]
+[--cpu-group G] -- COMMAND...``
   The run's reaper. It is a child subreaper (``PR_SET_CHILD_SUBREAPER``): a
   process whose parent dies is re-parented here, whatever its session, instead
   of to init. COMMAND (mpirun, or a launcher around it) dies with it
@@ -9,7 +10,9 @@
   removes the ``--remove`` folder (a throwaway run's host trees). A process
   re-parented here is a stray once its rank has ended (``DIR/rank-R.exit``; a
   stray whose rank is unknown, once all N ranks have ended, or COMMAND): it is
-  killed and named in ``DIR/strays.json``. SIGTERM, SIGINT or SIGHUP: SIGTERM
+  killed and named in ``DIR/strays.json``. With ``--cpu-group``, it first makes
+  that CPU cgroup and moves into it, and removes it once every process has
+  ended (see cpu_share.py). SIGTERM, SIGINT or SIGHUP: SIGTERM
   to COMMAND, a grace period, then SIGKILL to every process left.
 
 ``python -I -S watch.py rank HOST_FILE -- COMMAND...``
@@ -277,12 +280,34 @@ def kill_all(me: int) -> None:
         time.sleep(0.01)
 
 
+def cpu_group(group: str, me: int, leave: bool = False) -> bool:
+    """Make the run's CPU cgroup and move in; or (``leave``) move back out and remove it."""
+    try:
+        if not leave:
+            os.mkdir(group, 0o755)
+        home = os.path.dirname(group) if leave else group
+        with open(os.path.join(home, "cgroup.procs"), "w", encoding="ascii") as f:
+            f.write(str(me))
+        if not leave:
+            return True
+    except OSError:
+        pass
+    try:
+        os.rmdir(group)  # empty now (or made here, never entered)
+    except OSError:
+        pass  # a process is still in it, or a later run's sweep has removed it
+    return False
+
+
 def run_main(opts: dict[str, str], command: list[str]) -> None:
     parent = int(opts["--parent"])
     signal.pthread_sigmask(signal.SIG_BLOCK, [*STOP, signal.SIGCHLD])
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     me = os.getpid()
+    group = opts.get("--cpu-group")
+    if group and not cpu_group(group, me):
+        group = None
     child = start(command, me, dies_with_parent=True)
     strays = Strays(opts["--record"], int(opts["--ranks"]) if "--ranks" in opts else None)
     status: int | None = None
@@ -293,6 +318,8 @@ def run_main(opts: dict[str, str], command: list[str]) -> None:
         strays.collect(children(me, recursive=True), True)
     status = stop_command(child, status)
     kill_all(me)
+    if group:
+        cpu_group(group, me, leave=True)
     strays.write()
     if os.getppid() != parent and "--remove" in opts:
         import shutil
@@ -304,7 +331,8 @@ def run_main(opts: dict[str, str], command: list[str]) -> None:
 def main(argv: list[str]) -> None:
     if len(argv) < 4 or "--" not in argv or argv[1] not in ("run", "rank"):
         sys.exit(
-            "usage: watch.py run --parent PID --record DIR [--ranks N] [--remove DIR] -- COMMAND\n"
+            "usage: watch.py run --parent PID --record DIR [--ranks N] [--remove DIR]"
+            " [--cpu-group G] -- COMMAND\n"
             "       watch.py rank HOST_FILE -- COMMAND..."
         )
     split = argv.index("--")
