@@ -10,7 +10,6 @@ length, whatever an endpoint echoes back.
 from __future__ import annotations
 
 import html
-import http.client
 import os
 import re
 from collections.abc import Iterator
@@ -102,7 +101,10 @@ def error_line(err: Exception) -> str:
     status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
     code, message = error.get("Code"), str(error.get("Message") or "")
     if code in (None, "", "Unknown") and status:  # an answer not in the API's format
-        code, message = str(status), http.client.responses.get(int(status), message)
+        from http import HTTPStatus  # here: a local run never needs it
+
+        known = {int(s): s.phrase for s in HTTPStatus}
+        code, message = str(status), known.get(int(status), message)
     if code:
         return scrub(f"{code}: {scrub(message)}" if message else str(code))
     text = str(err)
