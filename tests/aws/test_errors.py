@@ -62,3 +62,12 @@ def test_other_failures_are_one_line() -> None:
         aws_errors(),
     ):
         raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
+
+
+def test_an_answer_not_in_the_apis_format_is_named_by_its_http_status() -> None:
+    """A proxy's or load balancer's page (no error code botocore could read) is named by its
+    status and the status's standard phrase."""
+    for status, phrase in ((503, "Service Unavailable"), (502, "Bad Gateway")):
+        response = {"Error": {"Code": "Unknown"}, "ResponseMetadata": {"HTTPStatusCode": status}}
+        err = ClientError(response, "DescribeTrainingJob")  # type: ignore[arg-type]
+        assert error_line(err) == f"{status}: {phrase}"
