@@ -19,6 +19,7 @@ SCRIPTS = [
     "bench_hosts.py",
     "bench_scale.py",
     "bench_model_trainer.py",
+    "bench_cpu_share.py",
 ]
 
 
