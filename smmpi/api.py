@@ -113,13 +113,16 @@ def run_from_job(name: str, *, region: str | None = None, **local_options: Any) 
     """
     from smmpi.runners.local.inputs import fetch_source
     from smmpi.runners.local.job import run_request
+    from smmpi.runners.local.records import interruptible
     from smmpi.runners.local.remote import describe_remote, request_from_description
 
     check_settings()
-    description, s3 = describe_remote(name, region)
-    request = request_from_description(description)
-    source = fetch_source(request, s3)
-    return run_request(request, source, options(region=region, **local_options))
+    with interruptible() as stops:  # SIGTERM ends it as Ctrl-C does, at any step
+        description, s3 = describe_remote(name, region)
+        request = request_from_description(description)
+        source = fetch_source(request, s3)
+        stops.name = str(request.get("TrainingJobName") or "") or None
+        return run_request(request, source, options(region=region, **local_options))
 
 
 def run_entry(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+import signal
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,6 +45,48 @@ def interrupted(name: str | None) -> Interrupted:
     except (OSError, ValueError, BadInput):
         status = "?"
     return Interrupted(f"interrupted; local job {name} had ended: {status} ({jobs_root() / name})")
+
+
+class Stops:
+    """SIGINT and SIGTERM while a local job is made and run: ``KeyboardInterrupt`` (as Ctrl-C
+    is), and remembered, since the SDK's telemetry wrapper swallows any exception a ``return`` in
+    its ``finally`` meets (``KeyboardInterrupt`` included: ``fit`` then returns None)."""
+
+    def __init__(self) -> None:
+        self.came = False
+        self.name: str | None = None  # the job's, once known
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.came = True
+        raise KeyboardInterrupt
+
+    def check(self, interrupted: bool = False) -> None:
+        """Go on with the interrupt the SDK swallowed, if one came."""
+        if self.came or interrupted:
+            raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[Stops]:
+    """SIGTERM ends a local job (``submit --local``, ``run --from-job``) as Ctrl-C does. While
+    the ranks run, either stops them
+    and the job is recorded Stopped (exit 130); at any other time it ends the command with
+    :class:`Interrupted` (exit 130, one line), and a job that never ran leaves nothing."""
+    stops = Stops()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.getsignal(signum) for signum in signals}
+    ours = threading.current_thread() is threading.main_thread() and None not in previous.values()
+    for signum in signals if ours else ():
+        signal.signal(signum, stops)
+    try:
+        yield stops
+    except BaseException as err:  # (what the SDK raised after swallowing one, too)
+        if isinstance(err, KeyboardInterrupt) or (stops.came and isinstance(err, Exception)):
+            raise interrupted(stops.name) from None
+        raise
+    finally:
+        for signum, handler in previous.items() if ours else ():
+            signal.signal(signum, handler)
 
 
 def now() -> str:

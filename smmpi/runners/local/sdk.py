@@ -17,9 +17,7 @@ import contextlib
 import dataclasses
 import logging
 import shutil
-import signal
 import tempfile
-import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,7 +32,7 @@ from smmpi.runners.base import RunOptions
 from smmpi.runners.local import modes
 from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.job import run_request
-from smmpi.runners.local.records import LocalJob, interrupted
+from smmpi.runners.local.records import LocalJob, interruptible
 from smmpi.runners.local.supervise import check_timeout
 from smmpi.runners.local.trainer import check_trainer_run, run_trainer_request
 from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders
@@ -201,47 +199,6 @@ def local_estimator(job: MPIJob, options: RunOptions, *, job_name: str | None = 
     return estimator
 
 
-class _Stops:
-    """SIGINT and SIGTERM while ``submit --local`` runs: ``KeyboardInterrupt`` (as Ctrl-C is),
-    and remembered, since the SDK's telemetry wrapper swallows any exception a ``return`` in
-    its ``finally`` meets (``KeyboardInterrupt`` included: ``fit`` then returns None)."""
-
-    def __init__(self) -> None:
-        self.came = False
-        self.name: str | None = None  # the job's, once known
-
-    def __call__(self, signum: int, frame: object) -> None:
-        self.came = True
-        raise KeyboardInterrupt
-
-    def check(self, interrupted: bool = False) -> None:
-        """Go on with the interrupt the SDK swallowed, if one came."""
-        if self.came or interrupted:
-            raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def _interruptible() -> Iterator[_Stops]:
-    """SIGTERM ends ``submit --local`` as Ctrl-C does. While the ranks run, either stops them
-    and the job is recorded Stopped (exit 130); at any other time it ends the command with
-    :class:`Interrupted` (exit 130, one line), and a job that never ran leaves nothing."""
-    stops = _Stops()
-    signals = (signal.SIGINT, signal.SIGTERM)
-    previous = {signum: signal.getsignal(signum) for signum in signals}
-    ours = threading.current_thread() is threading.main_thread() and None not in previous.values()
-    for signum in signals if ours else ():
-        signal.signal(signum, stops)
-    try:
-        yield stops
-    except BaseException as err:  # (what the SDK raised after swallowing one, too)
-        if isinstance(err, KeyboardInterrupt) or (stops.came and isinstance(err, Exception)):
-            raise interrupted(stops.name) from None
-        raise
-    finally:
-        for signum, handler in previous.items() if ours else ():
-            signal.signal(signum, handler)
-
-
 @contextlib.contextmanager
 def _scratch(prefix: str) -> Iterator[Path]:
     """A temporary folder made and removed whole, even when an interrupt comes."""
@@ -262,7 +219,7 @@ def submit_local(job: MPIJob, options: RunOptions, *, job_name: str | None = Non
     check_world(job.instances, job.ppn)  # before the SDK, whose errors come with a banner
     check_timeout(options.timeout)
     modes.choose(options.isolation, job.instances)
-    with _interruptible() as stops:
+    with interruptible() as stops:
         built = build(job, offline=True, job_name=job_name)
         stops.name = built.job_name
         backend = LocalBackend(built, options)
@@ -285,7 +242,7 @@ def submit_trainer_local(job: MPIJob, options: RunOptions) -> LocalJob:
     instance from the copies it kept.
     """
     check_trainer_run(options, job.instances, job.ppn)  # before the SDK builds anything
-    with _interruptible() as stops, _scratch("smmpi-mt-") as tmp:
+    with interruptible() as stops, _scratch("smmpi-mt-") as tmp:
         captured = capture_offline(job, tmp)
         stops.check()
         for note in captured.notes:  # what smmpi did to the driver's line, and why
