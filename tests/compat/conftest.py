@@ -1,15 +1,19 @@
 """Real programs nobody here wrote: the installed mpi4py's own sdist (its test/ and demo/).
 
 The sdist is fetched once with pip (``pip download --no-binary :all: --no-deps``) and
-kept under the pytest cache, so reruns do not fetch it again.
+kept under the pytest cache, so reruns do not fetch it again. Under pytest-xdist
+(``pytest -n 4 tests/compat``) one worker fetches and unpacks it, the others wait for it (a lock).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.metadata
 import subprocess
 import sys
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,12 +23,28 @@ from tests.helpers import base_env
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Held by one process at a time (of any worker): ``path`` is the lock file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def fetch_sdist(name: str, version: str, cache: Path) -> Path:
-    """``name==version``'s sdist, unpacked under ``cache`` (downloaded once)."""
+    """``name==version``'s sdist, unpacked under ``cache`` (downloaded once, by one worker)."""
+    with locked(cache / f".{name}.lock"):
+        return _fetch_sdist(name, version, cache)
+
+
+def _fetch_sdist(name: str, version: str, cache: Path) -> Path:
     folder = cache / f"{name}-{version}"
     if (folder / "PKG-INFO").is_file():
         return folder
-    cache.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-q"]
     subprocess.run(
         [*pip, f"{name}=={version}", "-d", str(cache)],
