@@ -53,7 +53,7 @@ def _own_groups() -> dict[str, str]:
     """This process's cgroup per hierarchy: ``cpu`` (and its companions) or ``""`` (v2)."""
     groups = {}
     for line in _read("/proc/self/cgroup").splitlines():
-        _, controllers, path = line.split(":", 2)
+        _, controllers, path = [*line.split(":", 2), "", ""][:3]
         for name in controllers.split(",") if controllers else [""]:
             groups[name] = path
     return groups

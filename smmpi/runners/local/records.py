@@ -69,9 +69,9 @@ class Stops:
 @contextlib.contextmanager
 def interruptible() -> Iterator[Stops]:
     """SIGTERM ends a local job (``submit --local``, ``run --from-job``) as Ctrl-C does. While
-    the ranks run, either stops them
-    and the job is recorded Stopped (exit 130); at any other time it ends the command with
-    :class:`Interrupted` (exit 130, one line), and a job that never ran leaves nothing."""
+    the ranks run, either stops them and the job is recorded Stopped (exit 130); at any other
+    time it ends the command with :class:`Interrupted` (exit 130, one line), and a job that
+    never ran leaves nothing."""
     stops = Stops()
     signals = (signal.SIGINT, signal.SIGTERM)
     previous = {signum: signal.getsignal(signum) for signum in signals}
