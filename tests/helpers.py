@@ -13,6 +13,7 @@ import sys
 import tarfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,26 @@ def write(path: Path, text: str) -> Path:
 def no_run_dirs(tmp: Path) -> bool:
     """No ``smmpi-run-*`` folder is left in ``tmp`` (a run's private TMPDIR)."""
     return not any(tmp.glob("smmpi-run-*"))
+
+
+def until_ready(proc: subprocess.Popen[str], ranks: int) -> None:
+    """Read a run's stdout until ``ranks`` lines said "ready" (fails if it ends first)."""
+    assert proc.stdout is not None
+    ready = 0
+    for line in proc.stdout:
+        ready += "ready" in line
+        if ready == ranks:
+            break
+    assert ready == ranks, proc.communicate()
+
+
+def wait_until(found: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
+    """Poll ``found`` until it holds (within 240 s), failing if ``proc`` ends before."""
+    deadline = time.monotonic() + 240
+    while not found():
+        assert proc.poll() is None, f"smmpi ended before {what}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"no {what} within the deadline"
+        time.sleep(0.005)
 
 
 class PipeLines:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import BIN, MotoServer, make_bucket, smmpi
+from tests.helpers import BIN, MotoServer, make_bucket, smmpi, until_ready, wait_until
 
 pytestmark = pytest.mark.aws
 
@@ -60,11 +59,7 @@ def test_an_interrupt_while_the_hosts_are_laid_out_leaves_nothing(
     _submitted(fault_env, moto_server, tmp_path, "laid-out", weights=48 * 1024 * 1024)
     proc = _from_job(fault_env, "laid-out")
     hosts = Path(fault_env["SMMPI_LOCAL_JOBS"]) / "laid-out" / "hosts"
-    deadline = time.monotonic() + 240
-    while not hosts.exists():
-        assert proc.poll() is None, f"smmpi ended before its host trees: {proc.communicate()}"
-        assert time.monotonic() < deadline, "no host trees within the deadline"
-        time.sleep(0.005)
+    wait_until(hosts.exists, proc, "host trees")
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=240)
     assert proc.returncode == 130, err[-3000:]
@@ -79,9 +74,7 @@ def test_sigterm_while_the_ranks_run_records_the_job_stopped(
     fault_env.update(moto_server.aws_env())
     _submitted(fault_env, moto_server, tmp_path, "running")
     proc = _from_job(fault_env, "running")
-    assert proc.stdout is not None
-    ready = [line for _, line in zip(range(8), proc.stdout, strict=False)]
-    assert sum("ready" in line for line in ready) == 8, ready
+    until_ready(proc, 8)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=240)
     assert proc.returncode == 130, err[-3000:]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BIN, MotoServer, smmpi
+from tests.helpers import BIN, MotoServer, smmpi, until_ready
 
 
 def _program(tmp_path: Path, body: str, name: str = "fault.py") -> Path:
@@ -236,13 +236,7 @@ def _start_and_wait_ready(prog: Path, env: dict[str, str], ranks: int) -> subpro
         stdin=subprocess.DEVNULL,
         text=True,
     )
-    assert proc.stdout is not None
-    ready = 0
-    for line in proc.stdout:
-        ready += "ready" in line
-        if ready == ranks:
-            break
-    assert ready == ranks, proc.stderr.read() if proc.stderr else ""
+    until_ready(proc, ranks)
     return proc
 
 

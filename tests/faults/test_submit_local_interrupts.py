@@ -13,13 +13,11 @@ import json
 import signal
 import subprocess
 import tarfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import BIN
+from tests.helpers import BIN, until_ready, wait_until
 
 HEAVY = "import time\nfrom mpi4py import MPI\ntime.sleep(300)\n"
 READY = "import time\nfrom mpi4py import MPI\nprint('ready', flush=True)\ntime.sleep(300)\n"
@@ -54,14 +52,6 @@ def _start(program: Path, env: dict[str, str], *args: str) -> subprocess.Popen[s
     )
 
 
-def _when(found: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
-    deadline = time.monotonic() + 240
-    while not found():
-        assert proc.poll() is None, f"smmpi ended before {what}: {proc.communicate()}"
-        assert time.monotonic() < deadline, f"no {what} within the deadline"
-        time.sleep(0.005)
-
-
 def _ended(proc: subprocess.Popen[str], signum: int) -> tuple[str, str]:
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=240)
@@ -75,17 +65,6 @@ def _nothing_kept(proc: subprocess.Popen[str], signum: int, env: dict[str, str])
     assert _last(err) == NOTHING_KEPT, err[-3000:]
     assert _jobs(env) == []
     assert not any(Path(env["TMPDIR"]).iterdir())  # the SDK's channels' copies too
-
-
-def _until_ready(proc: subprocess.Popen[str], ranks: int) -> None:
-    """Read the run's output until every rank said it is ready."""
-    assert proc.stdout is not None
-    ready = 0
-    for line in proc.stdout:
-        ready += "ready" in line
-        if ready == ranks:
-            break
-    assert ready == ranks, proc.communicate()
 
 
 def _last(text: str) -> str:
@@ -109,7 +88,7 @@ def test_an_interrupt_while_the_hosts_are_laid_out_leaves_nothing(
     prog = _program(tmp_path, HEAVY, weights=64 * 1024 * 1024)
     proc = _start(prog, fault_env, "-N", "16", "-n", "1", "--job-name", "laid-out")
     hosts = Path(fault_env["SMMPI_LOCAL_JOBS"]) / "laid-out" / "hosts"
-    _when(hosts.exists, proc, "host trees")
+    wait_until(hosts.exists, proc, "host trees")
     _nothing_kept(proc, signum, fault_env)
 
 
@@ -121,7 +100,7 @@ def test_an_interrupt_as_the_jobs_folder_is_made_leaves_nothing(
     prog = _program(tmp_path, HEAVY, weights=8 * 1024 * 1024)
     proc = _start(prog, fault_env, "-N", "4", "-n", "1", "--job-name", "made")
     folder = Path(fault_env["SMMPI_LOCAL_JOBS"]) / "made"
-    _when(folder.exists, proc, "the job's folder")
+    wait_until(folder.exists, proc, "the job's folder")
     _nothing_kept(proc, signum, fault_env)
 
 
@@ -131,7 +110,7 @@ def test_an_interrupt_while_the_ranks_run_records_the_job_stopped(
 ) -> None:
     prog = _program(tmp_path, READY)
     proc = _start(prog, fault_env, "-N", "2", "-n", "2", "--job-name", "running")
-    _until_ready(proc, 4)
+    until_ready(proc, 4)
     _, err = _ended(proc, signum)
     assert _last(err) == "smmpi: interrupted; every rank was stopped", err[-3000:]
     (folder,) = _jobs(fault_env)
@@ -155,7 +134,7 @@ def test_an_interrupt_while_the_model_is_packed_waits_for_a_whole_record(
     prog = _program(tmp_path, MODEL)
     proc = _start(prog, fault_env, "-N", "1", "-n", "2", "--job-name", "packed")
     folder = Path(fault_env["SMMPI_LOCAL_JOBS"]) / "packed"
-    _when((folder / "model.tar.gz").exists, proc, "model.tar.gz")
+    wait_until((folder / "model.tar.gz").exists, proc, "model.tar.gz")
     _, err = _ended(proc, signal.SIGTERM)
     assert _last(err) == f"smmpi: interrupted; local job packed had ended: Completed ({folder})"
     record = _record(folder)
@@ -175,7 +154,7 @@ def test_model_trainer_an_interrupt_while_laid_out_leaves_nothing(
     prog = _program(tmp_path, HEAVY, weights=64 * 1024 * 1024)
     proc = _start(prog, fault_env, "-N", "8", "-n", "1", "--api", "model-trainer")
     root = Path(fault_env["SMMPI_LOCAL_JOBS"])
-    _when(lambda: any(root.glob("*/hosts")), proc, "host trees")
+    wait_until(lambda: any(root.glob("*/hosts")), proc, "host trees")
     _nothing_kept(proc, signum, fault_env)
 
 
@@ -185,7 +164,7 @@ def test_model_trainer_an_interrupt_while_the_ranks_run_records_the_job_stopped(
     fault_env.pop("SMMPI_ISOLATION", None)
     prog = _program(tmp_path, READY)
     proc = _start(prog, fault_env, "-N", "2", "-n", "1", "--api", "model-trainer")
-    _until_ready(proc, 2)
+    until_ready(proc, 2)
     _, err = _ended(proc, signal.SIGTERM)
     assert _last(err) == "smmpi: interrupted; every rank was stopped", err[-3000:]
     (folder,) = _jobs(fault_env)

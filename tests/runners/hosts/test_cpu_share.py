@@ -17,12 +17,14 @@ from tests.helpers import BIN, base_env
 from tests.runners.hosts.footprint import descendants
 
 CPU = Path("/sys/fs/cgroup/cpu")  # this machine's CPU hierarchy (cgroup v1, as CI's)
-WAIT = (
-    "import os, sys, time\n"
+SEEN = (  # the rank's own view of its CPU cgroup
+    "import time\n"
     "from mpi4py import MPI\n"
-    "print('ready', MPI.COMM_WORLD.rank, os.getsid(0), flush=True)\n"
-    "time.sleep(300)\n"
+    "lines = open('/proc/self/cgroup').read().splitlines()\n"
+    "cpu = next(l.split(':', 2)[2] for l in lines if 'cpu' in l.split(':')[1].split(','))\n"
+    "print('ready', MPI.COMM_WORLD.rank, cpu, flush=True)\n"
 )
+WAIT = SEEN + "time.sleep(300)\n"
 
 
 @pytest.fixture
@@ -56,20 +58,38 @@ def _autogroup(pid: str) -> str:
     return Path(f"/proc/{pid}/autogroup").read_text().split()[0]
 
 
-@pytest.fixture
-def waiting(env: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
-    """``smmpi run`` of 2 x 2 ranks that wait, once every rank has said it is ready."""
-    assert Path(cpu_share.AUTOGROUP).read_text().strip() == "1", "a machine with autogroups"
-    assert _cpu_group_of("self") == "/", "tests that start at the CPU hierarchy's root"
+def _started(
+    env: dict[str, str], tmp_path: Path, shape: str, group: Path | None = None
+) -> tuple[subprocess.Popen[str], list[str]]:
+    """``smmpi run`` of ranks that wait (``-N N -n n`` in ``shape``), in the CPU cgroup
+    ``group`` if given, and the ready line of each rank."""
     prog = tmp_path / "wait.py"
     prog.write_text(WAIT)
-    argv = [str(BIN / "smmpi"), "run", str(prog), "-N", "2", "-n", "2", "--timeout", "300"]
+    argv = [str(BIN / "smmpi"), "run", str(prog), *shape.split(), "--timeout", "300"]
+    procs = None if group is None else group / "cgroup.procs"
     proc = subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=None if procs is None else lambda: procs.write_text(str(os.getpid())),
     )
     assert proc.stdout is not None
-    ready = [line for _, line in zip(range(4), proc.stdout, strict=False)]
-    assert len(ready) == 4 and all("ready" in line for line in ready), ready
+    ranks = int(shape.split()[1]) * int(shape.split()[3])
+    ready = [line for _, line in zip(range(ranks), proc.stdout, strict=False)]
+    assert len(ready) == ranks and all("ready" in line for line in ready), proc.communicate()
+    return proc, ready
+
+
+@pytest.fixture
+def waiting(env: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """``smmpi run`` of 2 x 2 ranks that wait, once every rank has said it is ready; each
+    sees its CPU cgroup as ``/`` (its cgroup namespace's root, as in a container)."""
+    assert Path(cpu_share.AUTOGROUP).read_text().strip() == "1", "a machine with autogroups"
+    assert _cpu_group_of("self") == "/", "tests that start at the CPU hierarchy's root"
+    proc, ready = _started(env, tmp_path, "-N 2 -n 2")
+    assert all(line.split()[-1] == "/" for line in ready), ready
     yield proc
     if proc.poll() is None:
         proc.kill()
@@ -136,25 +156,34 @@ def test_a_run_already_in_a_cpu_group_makes_none(env: dict[str, str], tmp_path: 
     reach already: smmpi makes no group, and its ranks stay in the one they were given."""
     group = CPU / f"smmpi-tests-{os.getpid()}-{tmp_path.name}"
     group.mkdir()
-    prog = tmp_path / "hello.py"
-    prog.write_text("from mpi4py import MPI\nprint('hello', flush=True)\n")
-    argv = [str(BIN / "smmpi"), "run", str(prog), "-N", "2", "-n", "1"]
     try:
-        proc = subprocess.Popen(
-            argv,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=lambda: (group / "cgroup.procs").write_text(str(os.getpid())),
-        )
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        assert out.count("hello") == 2
-        assert not _groups_of(proc.pid)
-        assert not [p for p in group.iterdir() if p.is_dir()]  # nor one below it
+        proc, _ = _started(env, tmp_path, "-N 2 -n 1", group)
+        try:
+            ranks = [p for p in _members(group) if _argv(p)[1:4] == ["-m", "mpi4py", "wait.py"]]
+            assert len(ranks) == 2 and not _groups_of(proc.pid)
+            assert not [p for p in group.iterdir() if p.is_dir()]  # nor one below it
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
     finally:
         deadline = time.monotonic() + 10
         while _members(group) and time.monotonic() < deadline:
             time.sleep(0.1)
         group.rmdir()
+
+
+def test_in_processes_mode_a_rank_sees_the_runs_group(env: dict[str, str], tmp_path: Path) -> None:
+    """Processes mode has no cgroup namespace: a rank's /proc/self/cgroup names the group."""
+    env["SMMPI_ISOLATION"] = "processes"
+    prog = tmp_path / "seen.py"
+    prog.write_text(SEEN)
+    argv = [str(BIN / "smmpi"), "run", str(prog), "-N", "2", "-n", "1"]
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    seen = [line.split()[-1] for line in out.splitlines() if "ready" in line]
+    assert len(seen) == 2, out
+    assert all(path.startswith(f"/{cpu_share.PREFIX}{proc.pid}-") for path in seen), seen
+    assert not _groups_of(proc.pid)
