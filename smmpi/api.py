@@ -121,7 +121,7 @@ def run_from_job(name: str, *, region: str | None = None, **local_options: Any) 
         description, s3 = describe_remote(name, region)
         request = request_from_description(description)
         source = fetch_source(request, s3)
-        stops.name = str(request.get("TrainingJobName") or "") or None
+        stops.name = request.get("TrainingJobName") or None
         return run_request(request, source, options(region=region, **local_options))
 
 

@@ -13,7 +13,7 @@ import html
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from smmpi.errors import SmmpiError
 
@@ -103,8 +103,9 @@ def error_line(err: Exception) -> str:
     if code in (None, "", "Unknown") and status:  # an answer not in the API's format
         from http import HTTPStatus  # here: a local run never needs it
 
-        known = {int(s): s.phrase for s in HTTPStatus}
-        code, message = str(status), known.get(int(status), message)
+        code = str(status)
+        with suppress(ValueError):  # a status with no standard phrase keeps its text
+            message = HTTPStatus(int(status)).phrase
     if code:
         return scrub(f"{code}: {scrub(message)}" if message else str(code))
     text = str(err)

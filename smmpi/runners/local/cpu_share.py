@@ -65,7 +65,7 @@ def _base() -> Path | None:
     if "cpu" in groups:  # cgroup v1: a hierarchy with the cpu controller
         if groups["cpu"] != "/":
             return None  # in a CPU group already: autogroups do not apply
-        return next((Path(m) for m, kind, opts in _mounts() if "cpu" in opts), None)
+        return next((Path(m) for m, _, opts in _mounts() if "cpu" in opts), None)
     if groups.get("") != "/":  # cgroup v2 elsewhere than its root: nothing to do or to gain
         return None
     root = next((Path(m) for m, kind, _ in _mounts() if kind == "cgroup2"), None)
