@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from pathlib import Path
 
 PREFIX = "smmpi-run-"  # every group smmpi makes starts so; no other is touched
@@ -92,4 +91,4 @@ def group() -> str | None:
     if base is None or not os.access(base, os.W_OK | os.X_OK):
         return None
     sweep(base)
-    return str(base / f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
+    return str(base / f"{PREFIX}{os.getpid()}-{os.urandom(4).hex()}")
