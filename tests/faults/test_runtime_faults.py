@@ -155,6 +155,22 @@ def test_a_handled_traceback_does_not_outrank_the_rank_that_died(
     assert _last_line(r.stderr) == f"smmpi: rank 1 (algo-1) failed: {cause}", r.stderr
 
 
+def test_the_first_exception_is_named_though_its_rank_was_killed_before_its_excepthook(
+    fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Rank 1 raises first, but its (the program's own) excepthook is slow: rank 0 raises
+    later, aborts the world, and mpirun kills rank 1 before its excepthook returned."""
+    prog = _program(
+        tmp_path,
+        HEADER + "if rank == 1:\n    sys.excepthook = lambda *a: time.sleep(60)\n"
+        "    raise RuntimeError('first')\n"
+        "time.sleep(1.0)\nraise RuntimeError('second')\n",
+    )
+    r = smmpi(["run", str(prog), "-N", "2", "-n", "1", "--timeout", "60"], fault_env)
+    assert r.returncode == 1, r.stderr
+    assert _last_line(r.stderr) == "smmpi: rank 1 (algo-2) failed: RuntimeError: first", r.stderr
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999", "NaN"])
 @pytest.mark.parametrize("command", ["run", "submit"])
 def test_timeout_that_is_not_a_finite_positive_number_is_refused(

@@ -137,6 +137,16 @@ def read_statuses(folder: Path) -> dict[int, RankAbort]:
     }
 
 
+def read_status_exceptions(folder: Path) -> dict[int, RankException]:
+    """The exception ``python -m mpi4py`` set its abort code for, recorded as it did so:
+    before the rank's excepthook runs (mpirun may kill the rank between the two)."""
+    return {
+        rank: RankException(rank, str(r["text"]), float(r.get("time") or 0))
+        for rank, r in _rows(folder, "status").items()
+        if isinstance(r.get("text"), str)
+    }
+
+
 def user_frame(stack: str) -> str | None:
     """``train.py, line 12``: the innermost frame of a faulthandler dump that is the program's."""
     for line in stack.splitlines():
@@ -229,7 +239,7 @@ class Ends:
     def read(cls, folder: Path) -> Ends:
         return cls(
             read_ends(folder),
-            read_exceptions(folder),
+            {**read_exceptions(folder), **read_status_exceptions(folder)},  # the earlier record
             read_strays(folder),
             read_aborts(folder),
             read_orphans(folder),

@@ -75,6 +75,29 @@ def test_abort_status_and_exception_records_name_what_the_rank_did(tmp_path: Pat
     assert blame is not None and blame.rank == 0
 
 
+def test_an_exception_is_dated_by_mpi4pys_abort_status_which_comes_before_the_excepthook(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path, "rank-0.status", {"code": 1, "text": "KeyError: 'b'", "time": 100.2})
+    _record(tmp_path, "rank-0.exc", {"text": "KeyError: 'b'", "time": 100.3})
+    _record(tmp_path, "rank-1.status", {"code": 1, "text": "ValueError: a", "time": 100.1})
+    _record(tmp_path, "rank-1.exit", {"rank": 1, "code": None, "signal": 15, "time": 100.4})
+    _record(tmp_path, "rank-2.status", {"code": 4, "time": 100.0})  # sys.exit(4): no text
+    _record(tmp_path, "rank-2.exit", {"rank": 2, "code": 4, "signal": None, "time": 100.5})
+    ends = Ends.read(tmp_path)
+    assert {r: e.phrase for r in range(3) if (e := ends.event(r)) is not None} == {
+        0: "failed: KeyError: 'b'",
+        1: "failed: ValueError: a",
+        2: "failed: exit code 4",
+    }
+    blame = ends.blame()
+    assert blame is not None and (blame.rank, blame.reason) == (2, "exit code 4")
+    (tmp_path / "rank-2.status").unlink()
+    (tmp_path / "rank-2.exit").unlink()
+    blame = Ends.read(tmp_path).blame()
+    assert blame is not None and (blame.rank, blame.reason) == (1, "ValueError: a")
+
+
 def test_a_normal_end_is_no_failure(tmp_path: Path) -> None:
     _record(tmp_path, "rank-0.exit", {"rank": 0, "code": 0, "signal": None, "time": 100.0})
     _orphan(tmp_path, 1, "", 100.0)  # armed, never signalled: empty
