@@ -169,9 +169,12 @@ class Program:
     def copy_to(self, dest: Path) -> None:
         """Lay the code dir out at ``dest`` (as ``/opt/ml/code`` would be)."""
         field = "source_dir" if self.whole_dir else "ENTRY"
+        made: set[Path] = set()
         for src, name in self.files():
             target = dest / name
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.parent not in made:  # each folder once: a mkdir costs as a file does
+                target.parent.mkdir(parents=True, exist_ok=True)
+                made.add(target.parent)
             copy_regular(src, target, field, CODE_MAX_BYTES)
 
 

@@ -12,6 +12,8 @@ import json
 import os
 import re
 import shutil
+import signal
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -70,14 +72,18 @@ def prepare_hosts(
     run_dir: Path,
     lay_code: Callable[[HostDirs], None],
     hyperparameters_json: dict[str, str] | None = None,
+    *,
+    parallel: bool = False,
 ) -> list[HostDirs]:
     """Create every emulated instance's /opt/ml tree and lay out its code dir.
 
     A worker's ``/etc/environment`` text, as its toolkit writes it, goes to
     :func:`etc_dir` (isolated hosts give each instance that file in its own /etc).
+    ``parallel``: the hosts' trees at once, one thread per core (``lay_code`` must be safe
+    to run so: it writes its own host's tree only).
     """
-    all_dirs = []
-    for host in shape.hosts:
+
+    def lay_out(host: str) -> HostDirs:
         dirs = host_dirs(run_dir, host)
         dirs.create()
         write_config(dirs, shape, host, hyperparameters_json)
@@ -86,11 +92,70 @@ def prepare_hosts(
             etc_dir(run_dir, host).mkdir(parents=True, exist_ok=True)
             (etc_dir(run_dir, host) / "environment").write_text(text, encoding="utf-8")
         lay_code(dirs)
-        all_dirs.append(dirs)
+        return dirs
+
+    all_dirs = each_host(shape.hosts, lay_out) if parallel else [lay_out(h) for h in shape.hosts]
     for d in (stack_dir(run_dir), site_dir(run_dir)):
         d.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(RANK_HOOK, site_dir(run_dir) / "sitecustomize.py")
     return all_dirs
+
+
+def each_host(hosts: Sequence[str], work: Callable[[str], HostDirs]) -> list[HostDirs]:
+    """``work`` for every host, one thread per core, in the hosts' order. Creating files is
+    the kernel's work (a file create costs 0.3 ms of CPU on some disks), so threads share it
+    out. On any failure, an interrupt included, no host is begun after it, and those under
+    way end before it is raised: nothing is written once the caller cleans up."""
+    workers = max(1, min(len(hosts), os.cpu_count() or 1, 8))
+    if workers == 1:
+        return [work(host) for host in hosts]
+    todo = list(enumerate(hosts))[::-1]
+    done: dict[int, HostDirs] = {}
+    failed: list[tuple[int, BaseException]] = []
+    lock, stop = threading.Lock(), threading.Event()
+
+    def worker() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)  # Ctrl-C wakes the waiting thread
+        while not stop.is_set():
+            with lock:
+                if not todo:
+                    return
+                index, host = todo.pop()
+            try:
+                done[index] = work(host)
+            except BaseException as err:
+                failed.append((index, err))
+                stop.set()
+
+    threads = [threading.Thread(target=worker, name="smmpi-layout") for _ in range(workers)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        stop.set()  # set before any is looked at: one not yet seen to start begins no host
+        _join_started(threads)
+    if failed:
+        raise min(failed, key=lambda f: f[0])[1]  # the first host's, as one at a time
+    return [done[i] for i in range(len(hosts))]
+
+
+_STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _join_started(threads: list[threading.Thread]) -> None:
+    """Wait for every thread that started, though Ctrl-C or SIGTERM (KeyboardInterrupt)
+    come again meanwhile; then raise that interrupt."""
+    again = False
+    for thread in threads:
+        while thread.ident is not None and thread.is_alive():
+            try:
+                thread.join()
+            except KeyboardInterrupt:
+                again = True
+    if again:
+        raise KeyboardInterrupt
 
 
 #: Open MPI's own variables (and PMIx's), which a user may set to tune it: kept for mpirun.

@@ -133,7 +133,7 @@ def _lay_out(program: Program, shape: JobShape, run_dir: Path, exact_mode: bool)
     """The code dir of every host; in exact mode with the toolkit, ``sourcedir.tar.gz`` for
     the toolkit to unpack itself into an empty ``/opt/ml/code``, as on SageMaker."""
     if not (exact_mode and exact.uses_toolkit(shape.image)):
-        prepare_hosts(shape, run_dir, lambda dirs: program.copy_to(dirs.code))
+        prepare_hosts(shape, run_dir, lambda dirs: program.copy_to(dirs.code), parallel=True)
         return
     source = pack(program.files(), "source_dir" if program.whole_dir else "ENTRY")
     hps = exact.stage_code(run_dir, source, hyperparameters_json(shape))
