@@ -29,7 +29,7 @@ from smmpi.errors import BadInput
 from smmpi.mpi_output import printable
 from smmpi.runners.base import Progress, silent
 from smmpi.runners.local.cpu_share import group
-from smmpi.runners.local.exits import Ends, read_ends
+from smmpi.runners.local.exits import Ends
 from smmpi.runners.local.hangs import hang_pitfall
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
 from smmpi.runners.local.isolation import ContainerStart, Launch, prepare
@@ -40,6 +40,7 @@ from smmpi.runners.local.layout import (
 )
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.output import Output, report_stacks
+from smmpi.runners.local.rank_records import read_ends
 from smmpi.runners.local.room import free_bytes, full_line, needed
 from smmpi.runners.local.tree import Supervisor, sigterm_interrupts
 from smmpi.runners.local.verdict import (

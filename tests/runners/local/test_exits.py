@@ -6,7 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from smmpi.runners.local.exits import Ends, user_frame
+from smmpi.runners.local.exits import Ends
+from smmpi.runners.local.rank_records import user_frame
 
 
 def _record(folder: Path, name: str, row: dict[str, object]) -> None:
