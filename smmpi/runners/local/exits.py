@@ -27,7 +27,6 @@ from smmpi.runners.local.rank_records import (
     read_exceptions,
     read_orphans,
     read_pids,
-    read_status_exceptions,
     read_statuses,
     read_strays,
     signal_text,
@@ -72,7 +71,7 @@ class Ends:
     def read(cls, folder: Path) -> Ends:
         return cls(
             read_ends(folder),
-            {**read_exceptions(folder), **read_status_exceptions(folder)},  # the earlier record
+            read_exceptions(folder),
             read_strays(folder),
             read_aborts(folder),
             read_orphans(folder),

@@ -249,7 +249,7 @@ def _prepare(
     if options.exact and exact.uses_toolkit(shape.image):  # the toolkit fetches the code
         hps_json, unpacked = exact.stage_code(run_dir, source, hps_json), None
     lay_out = _lay_out(request, unpacked, options.region, checkpoints)
-    prepare_hosts(shape, run_dir, lay_out, hps_json, parallel=True)
+    prepare_hosts(shape, run_dir, lay_out, hps_json)
     code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
     extra_paths = requirements(code, folder, options.install_requirements, options.progress)
     record.update(SecondaryStatus="Training", TrainingStartTime=now())

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from smmpi.errors import BadInput
+from smmpi.ops.signals import STOPS, held
 from smmpi.spec.secrets import check_pass_env
 from smmpi.toolkit.container import etc_environment, rank_env
 from smmpi.toolkit.environment import hyperparameters_json as hyperparameters_json_of
@@ -72,15 +73,12 @@ def prepare_hosts(
     run_dir: Path,
     lay_code: Callable[[HostDirs], None],
     hyperparameters_json: dict[str, str] | None = None,
-    *,
-    parallel: bool = False,
 ) -> list[HostDirs]:
-    """Create every emulated instance's /opt/ml tree and lay out its code dir.
+    """Create every emulated instance's /opt/ml tree and lay out its code dir, all the
+    instances at once (:func:`each_host`: ``lay_code`` writes its own host's tree only).
 
     A worker's ``/etc/environment`` text, as its toolkit writes it, goes to
     :func:`etc_dir` (isolated hosts give each instance that file in its own /etc).
-    ``parallel``: the hosts' trees at once, one thread per core (``lay_code`` must be safe
-    to run so: it writes its own host's tree only).
     """
 
     def lay_out(host: str) -> HostDirs:
@@ -94,7 +92,7 @@ def prepare_hosts(
         lay_code(dirs)
         return dirs
 
-    all_dirs = each_host(shape.hosts, lay_out) if parallel else [lay_out(h) for h in shape.hosts]
+    all_dirs = each_host(shape.hosts, lay_out)
     for d in (stack_dir(run_dir), site_dir(run_dir)):
         d.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(RANK_HOOK, site_dir(run_dir) / "sitecustomize.py")
@@ -112,15 +110,15 @@ def each_host(hosts: Sequence[str], work: Callable[[str], HostDirs]) -> list[Hos
     todo = list(enumerate(hosts))[::-1]
     done: dict[int, HostDirs] = {}
     failed: list[tuple[int, BaseException]] = []
-    lock, stop = threading.Lock(), threading.Event()
+    stop = threading.Event()
 
     def worker() -> None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)  # Ctrl-C wakes the waiting thread
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)  # Ctrl-C wakes the waiting thread
         while not stop.is_set():
-            with lock:
-                if not todo:
-                    return
-                index, host = todo.pop()
+            try:
+                index, host = todo.pop()  # (one list operation: atomic)
+            except IndexError:
+                return
             try:
                 done[index] = work(host)
             except BaseException as err:
@@ -134,28 +132,14 @@ def each_host(hosts: Sequence[str], work: Callable[[str], HostDirs]) -> list[Hos
         for thread in threads:
             thread.join()
     finally:
-        stop.set()  # set before any is looked at: one not yet seen to start begins no host
-        _join_started(threads)
+        with held():  # a second Ctrl-C or SIGTERM waits until every started thread has ended
+            stop.set()  # before any is looked at: one not yet seen to start begins no host
+            for thread in threads:
+                if thread.ident is not None:
+                    thread.join()
     if failed:
         raise min(failed, key=lambda f: f[0])[1]  # the first host's, as one at a time
     return [done[i] for i in range(len(hosts))]
-
-
-_STOPS = {signal.SIGINT, signal.SIGTERM}
-
-
-def _join_started(threads: list[threading.Thread]) -> None:
-    """Wait for every thread that started, though Ctrl-C or SIGTERM (KeyboardInterrupt)
-    come again meanwhile; then raise that interrupt."""
-    again = False
-    for thread in threads:
-        while thread.ident is not None and thread.is_alive():
-            try:
-                thread.join()
-            except KeyboardInterrupt:
-                again = True
-    if again:
-        raise KeyboardInterrupt
 
 
 #: Open MPI's own variables (and PMIx's), which a user may set to tune it: kept for mpirun.

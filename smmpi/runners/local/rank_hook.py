@@ -194,10 +194,10 @@ def _record_exit_status(mpi: Any, abort_path: str) -> None:
 
     def _set_abort_status(status: Any) -> None:
         row: dict[str, Any] = {"code": status if isinstance(status, int) else 1}
-        kind, value = sys.exc_info()[:2]  # called within mpi4py's ``except`` block
-        if kind is not None and value is not None and not isinstance(value, SystemExit):
+        value = sys.exc_info()[1]  # called within mpi4py's ``except`` block
+        if value is not None and not isinstance(value, SystemExit):
             # the exception too: mpirun may kill the rank before its excepthook runs
-            row["text"] = exception_line(kind, value)
+            row["text"] = exception_line(type(value), value)
         _write(path, row)
         set_status(status)
 

@@ -110,10 +110,15 @@ def read_ends(folder: Path) -> dict[int, RankEnd]:
 
 
 def read_exceptions(folder: Path) -> dict[int, RankException]:
-    return {
-        rank: RankException(rank, str(r.get("text")), float(r.get("time") or 0))
-        for rank, r in _rows(folder, "exc").items()
-    }
+    """The exception that reached the top of each rank, as first recorded: in the abort-code
+    record ``python -m mpi4py`` makes as it catches it, else by the rank's excepthook, which
+    runs later (mpirun may kill the rank between the two)."""
+    found: dict[int, RankException] = {}
+    for suffix in ("exc", "status"):  # the abort-code record, where it names one, wins
+        for rank, r in _rows(folder, suffix).items():
+            if isinstance(r.get("text"), str):
+                found[rank] = RankException(rank, r["text"], float(r.get("time") or 0))
+    return found
 
 
 def read_aborts(folder: Path) -> dict[int, RankAbort]:
@@ -128,16 +133,6 @@ def read_statuses(folder: Path) -> dict[int, RankAbort]:
     return {
         rank: RankAbort(rank, _int(r.get("code")) or 1, float(r.get("time") or 0))
         for rank, r in _rows(folder, "status").items()
-    }
-
-
-def read_status_exceptions(folder: Path) -> dict[int, RankException]:
-    """The exception ``python -m mpi4py`` set its abort code for, recorded as it did so:
-    before the rank's excepthook runs (mpirun may kill the rank between the two)."""
-    return {
-        rank: RankException(rank, str(r["text"]), float(r.get("time") or 0))
-        for rank, r in _rows(folder, "status").items()
-        if isinstance(r.get("text"), str)
     }
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from smmpi.archives import pack
 from smmpi.catalog import Program, missing_module_hint
+from smmpi.ops.signals import STOPS
 from smmpi.runners.base import Runner, RunOptions
 from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
@@ -59,7 +60,7 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
         exact.prepare(shape.image, say)  # the toolkit's environment, built once
     with sigterm_interrupts():
         # Ctrl-C or SIGTERM waits until the run dir is one that the finally removes
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
         run_dir = Path(tempfile.mkdtemp(prefix="smmpi-run-"))
         try:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -120,9 +121,6 @@ def _run_in(
         )
 
 
-_STOPS = {signal.SIGINT, signal.SIGTERM}
-
-
 def _interrupted(shape: JobShape, run_dir: Path) -> RunResult:
     result = RunResult(EXIT_INTERRUPTED, "Interrupted", 0.0, run_dir, shape.world_size)
     result.reason = "interrupted before the ranks started"
@@ -133,7 +131,7 @@ def _lay_out(program: Program, shape: JobShape, run_dir: Path, exact_mode: bool)
     """The code dir of every host; in exact mode with the toolkit, ``sourcedir.tar.gz`` for
     the toolkit to unpack itself into an empty ``/opt/ml/code``, as on SageMaker."""
     if not (exact_mode and exact.uses_toolkit(shape.image)):
-        prepare_hosts(shape, run_dir, lambda dirs: program.copy_to(dirs.code), parallel=True)
+        prepare_hosts(shape, run_dir, lambda dirs: program.copy_to(dirs.code))
         return
     source = pack(program.files(), "source_dir" if program.whole_dir else "ENTRY")
     hps = exact.stage_code(run_dir, source, hyperparameters_json(shape))

@@ -59,13 +59,14 @@ def _autogroup(pid: str) -> str:
 
 
 def _started(
-    env: dict[str, str], tmp_path: Path, shape: str, group: Path | None = None
+    env: dict[str, str], tmp_path: Path, instances: int, ppn: int, group: Path | None = None
 ) -> tuple[subprocess.Popen[str], list[str]]:
-    """``smmpi run`` of ranks that wait (``-N N -n n`` in ``shape``), in the CPU cgroup
-    ``group`` if given, and the ready line of each rank."""
+    """``smmpi run`` of ``instances`` x ``ppn`` ranks that wait, in the CPU cgroup ``group``
+    if given, and the ready line of each rank."""
     prog = tmp_path / "wait.py"
     prog.write_text(WAIT)
-    argv = [str(BIN / "smmpi"), "run", str(prog), *shape.split(), "--timeout", "300"]
+    argv = [str(BIN / "smmpi"), "run", str(prog), "-N", str(instances), "-n", str(ppn)]
+    argv += ["--timeout", "300"]
     procs = None if group is None else group / "cgroup.procs"
     proc = subprocess.Popen(
         argv,
@@ -76,7 +77,7 @@ def _started(
         preexec_fn=None if procs is None else lambda: procs.write_text(str(os.getpid())),
     )
     assert proc.stdout is not None
-    ranks = int(shape.split()[1]) * int(shape.split()[3])
+    ranks = instances * ppn
     ready = [line for _, line in zip(range(ranks), proc.stdout, strict=False)]
     assert len(ready) == ranks and all("ready" in line for line in ready), proc.communicate()
     return proc, ready
@@ -88,7 +89,7 @@ def waiting(env: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[st
     sees its CPU cgroup as ``/`` (its cgroup namespace's root, as in a container)."""
     assert Path(cpu_share.AUTOGROUP).read_text().strip() == "1", "a machine with autogroups"
     assert _cpu_group_of("self") == "/", "tests that start at the CPU hierarchy's root"
-    proc, ready = _started(env, tmp_path, "-N 2 -n 2")
+    proc, ready = _started(env, tmp_path, 2, 2)
     assert all(line.split()[-1] == "/" for line in ready), ready
     yield proc
     if proc.poll() is None:
@@ -157,7 +158,7 @@ def test_a_run_already_in_a_cpu_group_makes_none(env: dict[str, str], tmp_path: 
     group = CPU / f"smmpi-tests-{os.getpid()}-{tmp_path.name}"
     group.mkdir()
     try:
-        proc, _ = _started(env, tmp_path, "-N 2 -n 1", group)
+        proc, _ = _started(env, tmp_path, 2, 1, group)
         try:
             ranks = [p for p in _members(group) if _argv(p)[1:4] == ["-m", "mpi4py", "wait.py"]]
             assert len(ranks) == 2 and not _groups_of(proc.pid)

@@ -3,6 +3,8 @@ begun after it and none still being written when it is raised."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -45,3 +47,29 @@ def test_a_failure_stops_new_hosts_and_waits_for_those_under_way(tmp_path: Path)
         each_host(hosts, work)
     assert sorted(ended) == sorted(h for h in begun if h != "algo-1")  # all it began ended
     assert len(begun) < len(hosts)
+
+
+def test_an_interrupt_waits_for_the_hosts_under_way_and_begins_no_other(tmp_path: Path) -> None:
+    """SIGTERM raised as KeyboardInterrupt (as ``submit --local`` has it), while the main thread
+    waits: each_host raises it only once every host begun has ended, and begins no other."""
+    begun: list[str] = []
+    ended: list[str] = []
+
+    def work(host: str) -> HostDirs:
+        begun.append(host)
+        if host == "algo-2":
+            os.kill(os.getpid(), signal.SIGTERM)  # the worker threads block it: main gets it
+        time.sleep(0.5)
+        ended.append(host)
+        return HostDirs(tmp_path / host)
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            each_host([f"algo-{k}" for k in range(1, 40)], work)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert sorted(ended) == sorted(begun) and len(begun) < 39

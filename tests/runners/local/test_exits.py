@@ -85,11 +85,14 @@ def test_an_exception_is_dated_by_mpi4pys_abort_status_which_comes_before_the_ex
     _record(tmp_path, "rank-1.exit", {"rank": 1, "code": None, "signal": 15, "time": 100.4})
     _record(tmp_path, "rank-2.status", {"code": 4, "time": 100.0})  # sys.exit(4): no text
     _record(tmp_path, "rank-2.exit", {"rank": 2, "code": 4, "signal": None, "time": 100.5})
+    _record(tmp_path, "rank-3.exc", {"text": "OSError: c", "time": 100.7})
+    _record(tmp_path, "rank-3.status", {"code": 1, "time": 100.6})  # one that names none
     ends = Ends.read(tmp_path)
-    assert {r: e.phrase for r in range(3) if (e := ends.event(r)) is not None} == {
+    assert {r: e.phrase for r in range(4) if (e := ends.event(r)) is not None} == {
         0: "failed: KeyError: 'b'",
         1: "failed: ValueError: a",
         2: "failed: exit code 4",
+        3: "failed: OSError: c",
     }
     blame = ends.blame()
     assert blame is not None and (blame.rank, blame.reason) == (2, "exit code 4")
