@@ -9,6 +9,11 @@ same machine. The target is smmpi within
 +0.5 s of plain mpirun for each demo. The first row is an empty program
 (``from mpi4py import MPI``): smmpi's fixed cost per run.
 
+Each demo is one file, and runs as a user would run it: ``smmpi run DEMO.py``, which lays out
+the script alone as the code dir (as the SDK uploads an entry point with no ``source_dir``).
+The last row runs helloworld.py with ``--source-dir`` the whole ``demo/`` folder (158 files,
+every demo of mpi4py's), which each instance then gets a copy of: the cost of a large code dir.
+
 The one-instance column runs the same container mpirun line with every rank on algo-1, so
 its ranks talk through shared memory as plain mpirun's do: its gap is smmpi's own cost. The
 two-instance column adds what crossing instances costs: TCP over each instance's eth0, as
@@ -34,6 +39,7 @@ from tests.compat.conftest import fetch_sdist  # noqa: E402
 
 BIN = Path(sys.executable).parent
 EMPTY = "empty.py"  # written next to the demos: smmpi's fixed cost per run
+WHOLE_FOLDER = "helloworld.py, --source-dir demo/"  # every instance copies 158 files
 DEMOS = [
     (EMPTY, ""),
     ("helloworld.py", ""),
@@ -43,6 +49,7 @@ DEMOS = [
     ("futures/run_mandelbrot.py", ""),
     ("osu_barrier.py", ""),
     ("osu_alltoall.py", ""),
+    (WHOLE_FOLDER, ""),
 ]
 
 
@@ -80,11 +87,13 @@ def main() -> None:
     print(f"| demo (mpi4py {version}) | {head} |")
     print("|---|---|---|---|---|---|---|")
     for demo, stdin in DEMOS:
-        folder = demo_dir / Path(demo).parent
-        plain_argv = ["mpirun", "--oversubscribe", "-np", "4", "python", Path(demo).name]
+        script = "helloworld.py" if demo == WHOLE_FOLDER else demo
+        folder = demo_dir / Path(script).parent
+        plain_argv = ["mpirun", "--oversubscribe", "-np", "4", "python", Path(script).name]
         tcp_argv = [*plain_argv[:2], "--mca", "btl", "^vader", *plain_argv[2:]]
-        smmpi_argv = [str(BIN / "smmpi"), "run", Path(demo).name, "--source-dir", "."]
-        smmpi_argv += ["--framework", "pytorch"]
+        smmpi_argv = [str(BIN / "smmpi"), "run", Path(script).name, "--framework", "pytorch"]
+        if demo == WHOLE_FOLDER:
+            smmpi_argv += ["--source-dir", "."]
         one = [*smmpi_argv, "-N", "1", "-n", "4"]
         two = [*smmpi_argv, "-N", "2", "-n", "2"]
         plain, tcp, here_one, here_two = [], [], [], []
