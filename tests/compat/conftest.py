@@ -1,8 +1,9 @@
 """Real programs nobody here wrote: the installed mpi4py's own sdist (its test/ and demo/).
 
-The sdist is fetched once with pip (``pip download --no-binary :all: --no-deps``) and
-kept under the pytest cache, so reruns do not fetch it again. Under pytest-xdist
-(``pytest -n 4 tests/compat``) one worker fetches and unpacks it, the others wait for it (a lock).
+The sdist is fetched once with pip (``pip download --no-binary NAME --no-deps``: the package's
+own sdist, with wheels for what pip needs to read its metadata) and kept under the pytest
+cache, so reruns do not fetch it again. Under pytest-xdist (``pytest -n 4 tests/compat``) one
+worker fetches and unpacks it, the others wait for it (a lock).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _fetch_sdist(name: str, version: str, cache: Path) -> Path:
     folder = cache / f"{name}-{version}"
     if (folder / "PKG-INFO").is_file():
         return folder
-    pip = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-q"]
+    pip = [sys.executable, "-m", "pip", "download", "--no-binary", name, "--no-deps", "-q"]
     subprocess.run(
         [*pip, f"{name}=={version}", "-d", str(cache)],
         check=True,
