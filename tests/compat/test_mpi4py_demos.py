@@ -8,7 +8,9 @@ named with cause and fix, and match once the fix is applied.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,11 +22,12 @@ from tests.helpers import BIN
 _SECONDS = re.compile(r"\d+\.\d+")
 _HOST = re.compile(r"\bon (?:algo-\d+|\S+)\.$")
 
-#: (demo, ranks as N x n, stdin): helloworld, compute-pi reading stdin, nxtval (threads),
-#: futures' MPICommExecutor (a Mandelbrot set), the OSU benchmarks (point-to-point ones
-#: take two ranks).
+#: (demo, ranks as N x n, stdin): helloworld, a Mandelbrot set (rank 0 plots it with
+#: matplotlib), compute-pi reading stdin, nxtval (threads), futures' MPICommExecutor (a
+#: Mandelbrot set), the OSU benchmarks (point-to-point ones take two ranks).
 DEMOS = [
     ("helloworld.py", (2, 2), ""),
+    ("mandelbrot/mandelbrot.py", (2, 2), ""),
     ("compute-pi/cpi-cco.py", (2, 2), "100\n"),
     ("nxtval/nxtval-threads.py", (2, 2), ""),
     ("futures/run_mandelbrot.py", (2, 2), ""),
@@ -130,3 +133,26 @@ def test_one_sided_demo_fails_as_on_sagemaker_and_the_fix_works(
     )
     assert fixed.returncode == 0, fixed.stderr[-2000:]
     assert normalised(fixed.stdout) == normalised(expected.stdout)
+
+
+@pytest.mark.parametrize("mode", ["hosts", "processes"])
+def test_spawning_demo_fails_as_on_sagemaker_with_the_fix_named(
+    mpi4py_source: Path, compat_env: dict[str, str], tmp_path: Path, mode: str
+) -> None:
+    """mpi4py's spawning demo: one master that spawns five workers. Plain mpirun gives it free
+    slots (``--oversubscribe``); the container's ``--host algo-k:n`` gives every slot to a rank,
+    so Spawn fails on SageMaker, and smmpi's last line names why and what to do instead."""
+    folder = tmp_path / "spawning"
+    shutil.copytree(mpi4py_source / "demo" / "spawning", folder)
+    worker = folder / "cpi-worker-py.exe"  # as the demo's makefile builds it
+    worker.write_text(f"#!{sys.executable}\n" + (folder / "cpi-worker.py").read_text())
+    worker.chmod(0o755)
+    expected = plain(folder, "cpi-master.py", 1, "", compat_env)
+    assert expected.returncode == 0, expected.stderr[-2000:]
+    assert "pi: 3.14160098692312" in expected.stdout, expected.stdout
+    r = under_smmpi(folder, "cpi-master.py", (1, 1), "", compat_env, mode)
+    assert r.returncode == 1, r.stderr[-2000:]
+    last = r.stderr.strip().splitlines()[-1]
+    named = "smmpi: rank 0 (algo-1) failed: mpi4py.MPI.Exception: MPI_ERR_SPAWN"
+    assert last.startswith(named), last
+    assert "no free slots, as on SageMaker" in last and "run the workers as ranks" in last, last
