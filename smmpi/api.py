@@ -26,7 +26,7 @@ from smmpi.sdk.estimator import code_key, new_upload_id
 from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
 from smmpi.spec.limits import check_log_dir
-from smmpi.toolkit.shape import Framework, shape_from_program
+from smmpi.toolkit.shape import Choices, Framework, shape_from_program
 
 # Each entry imports what only it uses, when called: `smmpi run` starts no SDK or submit code.
 if TYPE_CHECKING:
@@ -136,17 +136,21 @@ def run_entry(
     framework: str | None = None,
     framework_version: str | None = None,
     py_version: str | None = None,
+    choices: Choices | None = None,
     **local_options: Any,
 ) -> RunResult:
     """``smmpi run``: a packaged entry point or a script on N emulated hosts x n processes.
 
     ``framework``, ``framework_version`` and ``py_version`` choose the estimator the
-    run stands for, as ``submit`` does (its image's variables; TensorFlow's ``--model_dir``).
+    run stands for, as ``submit`` does (its image's variables; TensorFlow's ``--model_dir``);
+    ``choices`` its hyperparameters, Environment and mpirun options.
     """
     program = resolve(entry, source_dir)
     instance_type = instance_type or DEFAULT_INSTANCE_TYPE
     chosen = Framework(framework, framework_version, py_version)
-    shape = shape_from_program(program, instances, ppn, args, instance_type, framework=chosen)
+    shape = shape_from_program(
+        program, instances, ppn, args, instance_type, framework=chosen, choices=choices or Choices()
+    )
     region, submit_directory = request_defaults(shape.job_name)
     shape = dataclasses.replace(shape, region=region, module_dir=submit_directory)
     local_options.setdefault("keep", False)

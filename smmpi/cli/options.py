@@ -151,3 +151,29 @@ def pass_env_options() -> Callable[[F], F]:
             "(on SageMaker they get the execution role's).",
         ),
     )
+
+
+def request_choice_options() -> Callable[[F], F]:
+    """``--mpi-options``, ``--hyperparameter K=V``, ``--env K=V``: what the estimator is asked
+    for that a rank sees (``submit``, and ``run``, which stands for a request)."""
+    return _group(
+        click.option(
+            "--mpi-options",
+            default=None,
+            help='Extra mpirun options, e.g. "-x FOO=1 --NCCL_DEBUG WARN" (no shell).',
+        ),
+        click.option(
+            "--hyperparameter",
+            "hyperparameters",
+            multiple=True,
+            metavar="K=V",
+            help="Passed to the program as --K V (repeatable).",
+        ),
+        click.option(
+            "--env",
+            "env",
+            multiple=True,
+            metavar="K=V",
+            help="Container environment variable (repeatable).",
+        ),
+    )

@@ -8,7 +8,12 @@ from typing import Any
 
 import click
 
-from smmpi.cli.options import local_run_options, pass_env_options, shape_options
+from smmpi.cli.options import (
+    local_run_options,
+    pass_env_options,
+    request_choice_options,
+    shape_options,
+)
 
 
 @click.command("run", context_settings={"ignore_unknown_options": False})
@@ -51,6 +56,7 @@ from smmpi.cli.options import local_run_options, pass_env_options, shape_options
 )
 @click.option("--framework-version", default=None, help="Framework version of the image.")
 @click.option("--py-version", default=None, help="Python version of the image, e.g. py312.")
+@request_choice_options()
 @pass_env_options()
 def run_cmd(entry: str | None, args: tuple[str, ...], **options: Any) -> None:
     """Run ENTRY here as N emulated SageMaker instances x n processes (local mpirun).
@@ -87,6 +93,9 @@ def run_cmd(entry: str | None, args: tuple[str, ...], **options: Any) -> None:
         )
     if entry is None:
         raise BadInput("ENTRY", "", "a packaged entry point name or a path to a .py file")
+    from smmpi.toolkit.shape import Choices
+
+    choices = Choices(list(o.hyperparameters), list(o.env), o.mpi_options)
     result = api.run_entry(
         entry,
         args=list(args),
@@ -101,6 +110,7 @@ def run_cmd(entry: str | None, args: tuple[str, ...], **options: Any) -> None:
         framework=o.framework,
         framework_version=o.framework_version,
         py_version=o.py_version,
+        choices=choices,
         **passed,
     )
     sys.exit(result.exit_code)
@@ -125,15 +135,22 @@ class RunFlags:
     framework: str | None
     framework_version: str | None
     py_version: str | None
+    mpi_options: str | None
+    hyperparameters: tuple[str, ...]
+    env: tuple[str, ...]
     pass_env: tuple[str, ...]
     with_credentials: bool
 
     def image_choices(self) -> dict[str, str | None]:
+        """What a request decides: given with --from-job, each is refused."""
         return {
             "--instance-type": self.instance_type,
             "--framework": self.framework,
             "--framework-version": self.framework_version,
             "--py-version": self.py_version,
+            "--mpi-options": self.mpi_options,
+            "--hyperparameter": " ".join(self.hyperparameters) or None,
+            "--env": " ".join(self.env) or None,
         }
 
 

@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from smmpi.cli.options import local_run_options, pass_env_options, shape_options
+from smmpi.cli.options import (
+    local_run_options,
+    pass_env_options,
+    request_choice_options,
+    shape_options,
+)
 from smmpi.errors import BadInput
 
 if TYPE_CHECKING:
@@ -42,25 +47,7 @@ def _echo_err(line: str) -> None:
     help="S3 bucket [SMMPI_BUCKET, config file, sagemaker-REGION-ACCOUNT].",
 )
 @click.option("--region", default=None, help="AWS region [SMMPI_REGION, config, AWS profile].")
-@click.option(
-    "--mpi-options",
-    default=None,
-    help='Extra mpirun options, e.g. "-x FOO=1 --NCCL_DEBUG WARN" (no shell).',
-)
-@click.option(
-    "--hyperparameter",
-    "hyperparameters",
-    multiple=True,
-    metavar="K=V",
-    help="Passed to the program as --K V (repeatable).",
-)
-@click.option(
-    "--env",
-    "env",
-    multiple=True,
-    metavar="K=V",
-    help="Container environment variable (repeatable).",
-)
+@request_choice_options()
 @click.option(
     "--max-run",
     type=click.UNPROCESSED,

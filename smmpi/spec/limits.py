@@ -16,6 +16,8 @@ from typing import Any
 from smmpi.aws.limits import check_count, check_hyperparameters, limits
 from smmpi.bounded import existing_problem
 from smmpi.errors import BadInput
+from smmpi.spec.checks import Pairs, check_env, parse_mpi_options
+from smmpi.spec.checks import check_hyperparameters as check_hyperparameter_names
 
 #: The files a run writes in ``--log-dir``.
 _LOG_NAME_RE = re.compile(r"rank-[0-9]+\.log|mpirun\.log")
@@ -87,6 +89,18 @@ def check_limits(
     check_count("inputs", channels, lim.channels)
     check_count("tags", tags, lim.tags, own=1)  # smmpi:managed=true
     check_count("env", env, lim.environment)
+
+
+def check_run_choices(
+    framework: str, hyperparameters: Pairs, env: Pairs, mpi_options: str | None
+) -> tuple[dict[str, str], dict[str, str], str]:
+    """``smmpi run``'s hyperparameters, Environment and mpirun options, checked as MPIJob checks
+    ``submit``'s: the same names, limits and refusals (credentials, launch options, no shell)."""
+    hps = check_hyperparameter_names(hyperparameters)
+    variables = check_env(env)
+    if hps or variables:  # botocore's model is read only when there is something to count
+        check_limits(framework, hps, {}, {}, variables)
+    return hps, variables, " ".join(parse_mpi_options(mpi_options))
 
 
 def check_region(framework: str, version: str, region: str, source: str = "") -> str:

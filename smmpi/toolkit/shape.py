@@ -15,8 +15,9 @@ from typing import Any
 from smmpi.aws.facts import INSTANCE_TYPE_RE, known_instance_types, vcpus
 from smmpi.catalog import Program
 from smmpi.errors import BadInput
-from smmpi.spec.checks import positive_int
+from smmpi.spec.checks import Pairs, positive_int
 from smmpi.spec.job import DEFAULT_INSTANCE_TYPE
+from smmpi.spec.limits import check_run_choices
 from smmpi.spec.versions import DEFAULT_FRAMEWORK, check_framework
 from smmpi.toolkit import request as rq
 from smmpi.toolkit.hosts import HostDirs, host_name, on_host
@@ -123,6 +124,17 @@ class Framework:
     py_version: str | None = None
 
 
+@dataclass(frozen=True)
+class Choices:
+    """The rest of what ``submit`` asks of the estimator that a rank sees, as ``smmpi run``
+    takes it: hyperparameters (``--K V`` and ``SM_HPS``), the container's Environment, and
+    custom mpirun options (``K=V`` strings or mappings, as MPIJob takes them)."""
+
+    hyperparameters: Pairs = None
+    environment: Pairs = None
+    mpi_options: str | None = None
+
+
 def check_instance_type(value: object) -> str:
     """A SageMaker training instance type, as MPIJob checks it (``smmpi run --instance-type``)."""
     if not isinstance(value, str) or not INSTANCE_TYPE_RE.match(value):
@@ -148,6 +160,7 @@ def shape_from_program(
     region: str = "",
     submit_directory: str = "",
     framework: Framework = Framework(),
+    choices: Choices = Choices(),
 ) -> JobShape:
     """``smmpi run``'s job: what the default estimator would ask for, without a request.
 
@@ -155,7 +168,8 @@ def shape_from_program(
     entry point), its version and Python version give the image, and with it the
     image's variables; TensorFlow's estimator adds the
     ``model_dir`` hyperparameter (``--model_dir /opt/ml/model``), as on SageMaker.
-    ``args`` follow the hyperparameters' arguments. ``region`` and
+    ``choices`` add the user's hyperparameters, Environment and mpirun options, checked as
+    ``submit``'s are. ``args`` follow the hyperparameters' arguments. ``region`` and
     ``submit_directory`` are the request's ``sagemaker_region`` and
     ``sagemaker_submit_directory`` (the caller resolves them as a submit would).
     """
@@ -166,7 +180,11 @@ def shape_from_program(
         framework.py_version,
     )
     device = "gpu" if num_gpus(instance_type) else "cpu"
+    own, environment, mpi_options = check_run_choices(
+        framework_name, choices.hyperparameters, choices.environment, choices.mpi_options
+    )
     hps = {"model_dir": "/opt/ml/model"} if framework_name == "tensorflow" else {}
+    hps.update(own)
     image = f"{framework_name}-training:{version}-{device}-{py}"
     return JobShape(
         job_name=f"smmpi-run-{program.name}".replace("_", "-")[:63],
@@ -175,6 +193,8 @@ def shape_from_program(
         ppn=positive_int("ppn", ppn),
         hyperparameters=hps,
         user_args=[*rq.hyperparameter_args(hps), *args],
+        custom_mpi_options=mpi_options,
+        environment=environment,
         instance_type=instance_type,
         num_cpus=vcpus(instance_type) or 0,
         framework_module=image_env(image).get("SAGEMAKER_TRAINING_MODULE"),

@@ -1,4 +1,5 @@
-"""``smmpi run --framework``: the rank sees what the chosen estimator's request gives it."""
+"""``smmpi run --framework``: the rank sees what the chosen estimator's request gives it
+(bad choices: tests/cli/test_run_choices.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import base_env, no_run_dirs, smmpi, write
+from tests.helpers import base_env, smmpi, write
 
 SHOW = """\
 import json, os, sys
@@ -62,24 +63,3 @@ def test_framework_chooses_what_a_rank_sees(
     assert seen["TF_VERSION"] == tf_version
     assert seen["PYTHON"] == python
     assert (seen["DLC_CONTAINER_TYPE"] == "training") == (module.endswith("pytorch_container"))
-
-
-@pytest.mark.parametrize(
-    ("flags", "field"),
-    [
-        (["--framework", "mxnet"], "framework"),
-        (["--framework", "pytorch", "--framework-version", "0.1"], "framework_version"),
-        (["--framework", "tensorflow", "--py-version", "py27"], "py_version"),
-        (["--framework", "pytorch", "--from-job", "j"], "--framework"),
-    ],
-)
-def test_bad_framework_is_one_line_exit_2(tmp_path: Path, flags: list[str], field: str) -> None:
-    script = write(tmp_path / "show.py", SHOW)
-    env = base_env(tmp_path)
-    args = ["run", *flags] if "--from-job" in flags else ["run", str(script), *flags]
-    r = smmpi(args, env, cwd=tmp_path)
-    assert r.returncode == 2, (r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and field in lines[0], lines
-    assert r.stdout == ""
-    assert no_run_dirs(tmp_path)
