@@ -86,6 +86,10 @@ def under_smmpi(
     )
 
 
+#: Plain mpirun's run of each demo, made once for both modes' tests.
+_PLAIN: dict[str, subprocess.CompletedProcess[str]] = {}
+
+
 @pytest.mark.parametrize("mode", ["hosts", "processes"])
 @pytest.mark.parametrize(("demo", "shape", "stdin"), DEMOS)
 def test_demo_prints_what_plain_mpirun_prints(
@@ -97,7 +101,9 @@ def test_demo_prints_what_plain_mpirun_prints(
     stdin: str,
 ) -> None:
     demo_dir = mpi4py_source / "demo"
-    expected = plain(demo_dir, demo, shape[0] * shape[1], stdin, compat_env)
+    if demo not in _PLAIN:
+        _PLAIN[demo] = plain(demo_dir, demo, shape[0] * shape[1], stdin, compat_env)
+    expected = _PLAIN[demo]
     assert expected.returncode == 0, expected.stderr[-2000:]
     r = under_smmpi(demo_dir, demo, shape, stdin, compat_env, mode)
     assert r.returncode == 0, r.stderr[-2000:]
