@@ -25,6 +25,7 @@ from smmpi.runners.local.runner import run_program
 from smmpi.sdk.estimator import code_key, new_upload_id
 from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
+from smmpi.spec.checks import Pairs
 from smmpi.spec.limits import check_log_dir
 from smmpi.toolkit.shape import Choices, Framework, shape_from_program
 
@@ -136,20 +137,24 @@ def run_entry(
     framework: str | None = None,
     framework_version: str | None = None,
     py_version: str | None = None,
-    choices: Choices | None = None,
+    hyperparameters: Pairs = None,
+    env: Pairs = None,
+    mpi_options: str | None = None,
     **local_options: Any,
 ) -> RunResult:
     """``smmpi run``: a packaged entry point or a script on N emulated hosts x n processes.
 
     ``framework``, ``framework_version`` and ``py_version`` choose the estimator the
     run stands for, as ``submit`` does (its image's variables; TensorFlow's ``--model_dir``);
-    ``choices`` its hyperparameters, Environment and mpirun options.
+    ``hyperparameters``, ``env`` and ``mpi_options`` the rest of what a rank sees, as
+    MPIJob's fields of those names (``K=V`` strings or a mapping).
     """
     program = resolve(entry, source_dir)
     instance_type = instance_type or DEFAULT_INSTANCE_TYPE
     chosen = Framework(framework, framework_version, py_version)
+    choices = Choices(hyperparameters, env, mpi_options)
     shape = shape_from_program(
-        program, instances, ppn, args, instance_type, framework=chosen, choices=choices or Choices()
+        program, instances, ppn, args, instance_type, framework=chosen, choices=choices
     )
     region, submit_directory = request_defaults(shape.job_name)
     shape = dataclasses.replace(shape, region=region, module_dir=submit_directory)

@@ -79,7 +79,7 @@ def run_cmd(entry: str | None, args: tuple[str, ...], **options: Any) -> None:
         "exact": o.exact,
     }
     if o.from_job is not None:
-        _only_with_from_job(entry, args, o.image_choices())
+        _only_with_from_job(entry, args, o.request_choices())
         sys.exit(
             _from_job(
                 o.from_job,
@@ -93,9 +93,6 @@ def run_cmd(entry: str | None, args: tuple[str, ...], **options: Any) -> None:
         )
     if entry is None:
         raise BadInput("ENTRY", "", "a packaged entry point name or a path to a .py file")
-    from smmpi.toolkit.shape import Choices
-
-    choices = Choices(list(o.hyperparameters), list(o.env), o.mpi_options)
     result = api.run_entry(
         entry,
         args=list(args),
@@ -110,7 +107,9 @@ def run_cmd(entry: str | None, args: tuple[str, ...], **options: Any) -> None:
         framework=o.framework,
         framework_version=o.framework_version,
         py_version=o.py_version,
-        choices=choices,
+        hyperparameters=list(o.hyperparameters),
+        env=list(o.env),
+        mpi_options=o.mpi_options,
         **passed,
     )
     sys.exit(result.exit_code)
@@ -141,7 +140,7 @@ class RunFlags:
     pass_env: tuple[str, ...]
     with_credentials: bool
 
-    def image_choices(self) -> dict[str, str | None]:
+    def request_choices(self) -> dict[str, str | None]:
         """What a request decides: given with --from-job, each is refused."""
         return {
             "--instance-type": self.instance_type,

