@@ -239,9 +239,12 @@ def _rank_pid(mark: str, rank: int, deadline: float) -> int:
     raise AssertionError(f"rank {rank} of run {mark} never started")
 
 
-def _with_eth0_down(prog: Path, env: dict[str, str], timeout: str, after: float) -> Any:
-    """Run ``prog`` on 2 x 2 isolated hosts; ``after`` s into rank 2's life, take algo-2's eth0
-    down from outside (a rank holds a container's rights and cannot: the boundary tests)."""
+def _with_eth0_down(
+    prog: Path, env: dict[str, str], timeout: str, after: float, ready: str = ""
+) -> Any:
+    """Run ``prog`` on 2 x 2 isolated hosts; ``after`` s into rank 2's life (with ``ready``,
+    after rank 2 made that file in its instance's own filesystem), take algo-2's eth0 down
+    from outside (a rank holds a container's rights and cannot: the boundary tests)."""
     mark = uuid.uuid4().hex
     env = {**env, "SMMPI_TEST_MARK": mark}
     argv = [str(BIN / "smmpi"), "run", str(prog), "-N", "2", "-n", "2", "--isolation", "hosts"]
@@ -251,6 +254,10 @@ def _with_eth0_down(prog: Path, env: dict[str, str], timeout: str, after: float)
     )
     try:
         pid = _rank_pid(mark, 2, time.monotonic() + 120)
+        deadline = time.monotonic() + 120
+        while ready and not Path(f"/proc/{pid}/root{ready}").exists():
+            assert time.monotonic() < deadline and proc.poll() is None, f"no {ready}"
+            time.sleep(0.05)
         time.sleep(after)
         nsenter = ["nsenter", "-t", str(pid), "-n", "ip", "link", "set", "eth0", "down"]
         subprocess.run(nsenter, check=True, capture_output=True)
@@ -271,11 +278,14 @@ def test_a_host_that_lost_its_network_and_a_rank_that_ended_are_named_at_timeout
         tmp_path,
         "comm.Barrier()\n"
         "if rank == 2:\n"
+        "    open('/tmp/past-barrier', 'w').close()\n"
         "    time.sleep(4)  # algo-2's eth0 goes down meanwhile\n"
         "    os._exit(7)\n"
         "comm.Barrier()\n",
     )
-    r = _with_eth0_down(prog, fault_env, "12", 0.5)
+    # eth0 goes down once rank 2 is past the first barrier (a loaded machine's ranks may take
+    # longer than a fixed wait to reach it, and would then all wait there instead)
+    r = _with_eth0_down(prog, fault_env, "12", 0.5, ready="/tmp/past-barrier")
     assert r.returncode == 124, r.stderr
     expected = (
         r"smmpi: timed out after 12 s; rank 2 \(algo-2\) had failed \d+\.\d s in: exit code 7, "
@@ -288,7 +298,7 @@ def test_a_host_that_lost_its_network_and_a_rank_that_ended_are_named_at_timeout
         if rank == 2:
             assert re.search(r"\(no stack: the rank had ended \d+\.\d s in: exit code 7\)", section)
         else:
-            assert 'File "fault.py", line 9 in <module>' in section, section
+            assert 'File "fault.py", line 10 in <module>' in section, section
 
 
 def test_ranks_in_allreduce_when_a_host_loses_its_network(
