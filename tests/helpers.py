@@ -59,6 +59,8 @@ def base_env(tmp_path: Path) -> dict[str, str]:
         AWS_EC2_METADATA_DISABLED="true",
         PYTHONUNBUFFERED="1",
     )
+    if stubs := os.environ.get("SMMPI_CHECK_TIER_STUBS"):  # `make check`: tests/check_tier.py
+        env.update(PATH=f"{stubs}{os.pathsep}{env['PATH']}", SMMPI_MPIRUN=f"{stubs}/mpirun")
     (tmp_path / "home").mkdir(exist_ok=True)
     return env
 
