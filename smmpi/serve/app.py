@@ -94,7 +94,7 @@ class App:
         job_streams: Callable[[str, bytes, str], bytes | None] = lambda *args: None,
     ) -> None:
         self.keys, self.jobs, self.written = keys, jobs, written
-        self.job_streams = job_streams  # a job's log streams in one page (JobLogs.job_streams)
+        self.job_streams = job_streams  # smmpi's answers about jobs' streams (JobLogs.job_streams)
         self._moto: dict[str, Any] = {}
 
     def moto_app(self, service: str) -> Any:
