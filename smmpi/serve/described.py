@@ -3,9 +3,11 @@
 SageMaker's answer has members a request may leave out, each with its default:
 the output's ``KmsKeyId`` ("" when none) and ``CompressionType`` ("GZIP"), the
 three ``Enable*`` flags (false), the algorithm's ``EnableSageMakerMetricsTimeSeries``
-(false), the stopping condition's ``MaxRuntimeInSeconds`` (one day) and
-``ProfilingStatus`` ("Enabled" with a profiler config that does not disable it,
-else "Disabled"). Clients read them unguarded (the SDK's ``Estimator.attach``).
+(false), the stopping condition's ``MaxRuntimeInSeconds`` (one day), each input
+channel's ``CompressionType`` and ``RecordWrapperType`` ("None") and its S3 source's
+``S3DataDistributionType`` ("FullyReplicated"), and ``ProfilingStatus`` ("Enabled"
+with a profiler config that does not disable it, else "Disabled"). Clients read
+them unguarded (the SDK's ``Estimator.attach``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ NESTED_DEFAULTS: dict[str, dict[str, Any]] = {
     "OutputDataConfig": {"KmsKeyId": "", "CompressionType": "GZIP"},
     "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
 }
+#: What SageMaker fills in for each input channel, and for its S3 source.
+CHANNEL_DEFAULTS: dict[str, Any] = {"CompressionType": "None", "RecordWrapperType": "None"}
+S3_SOURCE_DEFAULTS: dict[str, Any] = {"S3DataDistributionType": "FullyReplicated"}
 #: The top-level flags SageMaker always returns (false when the request did not set them).
 FLAGS = (
     "EnableNetworkIsolation",
@@ -32,6 +37,17 @@ def _profiling(record: dict[str, Any]) -> str:
     return "Enabled" if enabled else "Disabled"
 
 
+def _channel(channel: Any) -> Any:
+    if not isinstance(channel, dict):
+        return channel
+    shown = {**CHANNEL_DEFAULTS, **channel}
+    source = channel.get("DataSource")
+    if isinstance(source, dict) and isinstance(source.get("S3DataSource"), dict):
+        s3 = {**S3_SOURCE_DEFAULTS, **source["S3DataSource"]}
+        shown["DataSource"] = {**source, "S3DataSource": s3}
+    return shown
+
+
 def shown(record: dict[str, Any]) -> dict[str, Any]:
     """DescribeTrainingJob's answer for ``record`` (serve's own ``_`` fields left out)."""
     answer = {k: v for k, v in record.items() if not k.startswith("_")}
@@ -39,6 +55,8 @@ def shown(record: dict[str, Any]) -> dict[str, Any]:
         given = answer.get(member)
         if isinstance(given, dict):  # CreateTrainingJob requires each of them
             answer[member] = {**defaults, **given}
+    if isinstance(answer.get("InputDataConfig"), list):
+        answer["InputDataConfig"] = [_channel(c) for c in answer["InputDataConfig"]]
     for flag in FLAGS:
         answer.setdefault(flag, False)
     answer.setdefault("ProfilingStatus", _profiling(record))
