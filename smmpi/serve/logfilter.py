@@ -31,12 +31,34 @@ def _prefix(params: dict[str, Any]) -> str:
     return prefix
 
 
+def _numbers(params: dict[str, Any]) -> None:
+    """The search's bounds are whole numbers in their ranges, as CloudWatch checks them."""
+    for name, low, high in (("limit", 1, 10000), ("startTime", 0, None), ("endTime", 0, None)):
+        value = params.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            problem = "Member must be a whole number"
+        elif value < low:
+            problem = f"Member must have value greater than or equal to {low}"
+        elif high is not None and value > high:
+            problem = f"Member must have value less than or equal to {high}"
+        else:
+            continue
+        raise ApiError(
+            "InvalidParameterException",
+            f"1 validation error detected: Value '{str(value)[:100]}' at '{name}' "
+            f"failed to satisfy constraint: {problem}",
+        )
+
+
 def filtered(params: dict[str, Any], backend: Any) -> bytes | None:
     """FilterLogEvents' answer for a request with ``logStreamNamePrefix`` (None without one,
     or for a log group moto does not have: moto's answer, ResourceNotFoundException)."""
     if "logStreamNamePrefix" not in params:
         return None
     prefix = _prefix(params)
+    _numbers(params)
     group_name = params.get("logGroupName")
     if not isinstance(group_name, str) or group_name not in backend.groups:
         return None

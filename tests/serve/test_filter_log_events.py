@@ -8,9 +8,11 @@ import subprocess
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.helpers import BIN
 from tests.serve.serving import (
+    REGION,
     ServeProcess,
     demo_source,
     dry_run_request,
@@ -84,3 +86,30 @@ def test_the_prefix_with_stream_names_is_refused(
     assert done.returncode == 255, done.stdout + done.stderr
     assert "(InvalidParameterException)" in done.stderr
     assert "logStreamNames and logStreamNamePrefix cannot both be given" in done.stderr
+
+
+def test_bounds_that_are_not_whole_numbers_are_refused(serve: ServeProcess, job_name: str) -> None:
+    """A client that skips botocore's checks gets CloudWatch's refusal, not a server error."""
+    import boto3
+    from botocore.config import Config
+
+    logs: Any = boto3.client(  # a client without botocore's checks: any value goes
+        "logs",
+        endpoint_url=serve.url,
+        region_name=REGION,
+        aws_access_key_id=serve.exports["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=serve.exports["AWS_SECRET_ACCESS_KEY"],
+        config=Config(parameter_validation=False, retries={"max_attempts": 1}),
+    )
+    for name, value, says in (
+        ("limit", "ten", "Member must be a whole number"),
+        ("limit", 0, "Member must have value greater than or equal to 1"),
+        ("startTime", -5, "Member must have value greater than or equal to 0"),
+    ):
+        with pytest.raises(ClientError) as raised:
+            logs.filter_log_events(
+                logGroupName=GROUP, logStreamNamePrefix=job_name, **{name: value}
+            )
+        error = raised.value.response["Error"]
+        assert error["Code"] == "InvalidParameterException", error
+        assert f"at '{name}' failed to satisfy constraint: {says}" in error["Message"]
