@@ -22,13 +22,16 @@ from tests.serve.serving import (
 
 pytestmark = pytest.mark.aws
 
-#: A user's script: attach to job NAME; with STOP, stop the job once attach has described it.
+#: A user's script: attach to job NAME with estimator class CLS (``module.Class``); with
+#: ``--stop``, stop the job once attach has described it.
 ATTACH = """
+import importlib
 import sys
 import sagemaker
-from sagemaker.estimator import Estimator
 
 name, stop = sys.argv[1], "--stop" in sys.argv
+module, _, cls = sys.argv[2].rpartition(".")
+Estimator = getattr(importlib.import_module(module), cls)
 session = sagemaker.Session()
 client = session.sagemaker_client
 seen = []
@@ -110,9 +113,9 @@ def _always_returned(answer: dict[str, Any]) -> None:
     assert answer["StoppingCondition"]["MaxRuntimeInSeconds"] == 3600  # the request's own
 
 
-def _attach(serve: ServeProcess, name: str, *args: str) -> dict[str, str]:
+def _attach(serve: ServeProcess, name: str, cls: str, *args: str) -> dict[str, str]:
     done = subprocess.run(
-        [sys.executable, "-c", ATTACH, name, *args],
+        [sys.executable, "-c", ATTACH, name, cls, *args],
         env=serve.env,
         capture_output=True,
         text=True,
@@ -123,14 +126,17 @@ def _attach(serve: ServeProcess, name: str, *args: str) -> dict[str, str]:
     return {key: value for key, _, value in lines}
 
 
+@pytest.mark.parametrize(
+    "cls", ["sagemaker.estimator.Estimator", "sagemaker.tensorflow.TensorFlow"]
+)
 def test_attach_to_a_finished_job_and_its_answer_is_sagemakers(
-    serve: ServeProcess, bucket: str, job_name: str
+    serve: ServeProcess, bucket: str, job_name: str, cls: str
 ) -> None:
     request = dry_run_request(serve.env, job_name, bucket)
     put_source(serve, request, demo_source())
     serve.client("sagemaker").create_training_job(**request)
     assert wait_end(serve, job_name)["TrainingJobStatus"] == "Completed"
-    seen = _attach(serve, job_name)
+    seen = _attach(serve, job_name, cls)  # the request is TensorFlow's (smmpi's default)
     assert seen["SEEN"] == "Completed" and seen["JOB"] == job_name
     assert seen["OUTPUT"] == f"s3://{bucket}/ ''"
     assert seen["RUN"] == "1 ml.c5.2xlarge 3600"
@@ -172,7 +178,9 @@ def test_attach_to_a_running_job_waits_for_its_end(
     ]
     assert answer["EnableManagedSpotTraining"] is True
     assert answer["EnableNetworkIsolation"] is False
-    seen = _attach(serve, job_name, "--stop")  # attach waits for the end; the job is stopped
+    seen = _attach(
+        serve, job_name, "sagemaker.estimator.Estimator", "--stop"
+    )  # attach waits for the end; the job is stopped
     assert seen["SEEN"] == "InProgress" and seen["JOB"] == job_name
     assert seen["OUTPUT"] == f"s3://{bucket}/ 'alias/mine'"
     assert seen["STATUS"] == "Stopped"
