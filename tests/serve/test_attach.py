@@ -178,9 +178,8 @@ def test_attach_to_a_running_job_waits_for_its_end(
     ]
     assert answer["EnableManagedSpotTraining"] is True
     assert answer["EnableNetworkIsolation"] is False
-    seen = _attach(
-        serve, job_name, "sagemaker.estimator.Estimator", "--stop"
-    )  # attach waits for the end; the job is stopped
+    # attach waits for the job's end: the job is stopped once attach has described it
+    seen = _attach(serve, job_name, "sagemaker.estimator.Estimator", "--stop")
     assert seen["SEEN"] == "InProgress" and seen["JOB"] == job_name
     assert seen["OUTPUT"] == f"s3://{bucket}/ 'alias/mine'"
     assert seen["STATUS"] == "Stopped"
