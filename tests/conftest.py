@@ -80,6 +80,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.side_by_side)
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``, as `make test`'s processes-mode pass asks (it holds the failure suite's
     test_runtime_faults.py): four workers where this session's processes are told from the

@@ -1,7 +1,7 @@
 """Equality modulo the documented substitutions, with differences named variable by variable.
 
 The substitutions, and nothing else, are what may differ between the container
-and a run here (README, "Differential tests against the real toolkit"):
+and a run here (docs/DEVELOPMENT.md, "Differential tests against the real toolkit"):
 
 1. host tree root: ``<run>/algo-k/opt/ml`` (processes mode) stands for ``/opt/ml``;
 2. interpreter: the toolkit venv's ``sys.executable`` and smmpi's rank interpreter
