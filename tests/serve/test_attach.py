@@ -154,6 +154,7 @@ def test_attach_to_a_running_job_waits_for_its_end(
     request["OutputDataConfig"]["KmsKeyId"] = "alias/mine"  # what the request gives stays
     request["EnableManagedSpotTraining"] = True
     request["StoppingCondition"]["MaxWaitTimeInSeconds"] = 7200
+    request["ProfilerConfig"] = {"S3OutputPath": f"s3://{bucket}/profiler"}  # profiling on
     source = {"S3DataType": "S3Prefix", "S3Uri": f"s3://{bucket}/data/"}
     request["InputDataConfig"] = [{"ChannelName": "train", "DataSource": {"S3DataSource": source}}]
     serve.client("s3").put_object(Bucket=bucket, Key="data/part-0", Body=b"0\n")
@@ -177,6 +178,7 @@ def test_attach_to_a_running_job_waits_for_its_end(
         }
     ]
     assert answer["EnableManagedSpotTraining"] is True
+    assert answer["ProfilingStatus"] == "Enabled"
     assert answer["EnableNetworkIsolation"] is False
     # attach waits for the job's end: the job is stopped once attach has described it
     seen = _attach(serve, job_name, "sagemaker.estimator.Estimator", "--stop")
