@@ -22,6 +22,7 @@ from smmpi.serve import operations
 from smmpi.serve.auth import Incoming, scope_of, verify
 from smmpi.serve.calls import Call
 from smmpi.serve.errors import ApiError, Response, render
+from smmpi.serve.iam import refuse_denied
 from smmpi.serve.journal import changes, new_seed, seeded
 from smmpi.serve.state import Keys
 
@@ -93,7 +94,7 @@ class App:
         job_streams: Callable[[str, bytes, str], bytes | None] = lambda *args: None,
     ) -> None:
         self.keys, self.jobs, self.written = keys, jobs, written
-        self.job_streams = job_streams  # a job's log streams in one page (JobLogs.job_streams)
+        self.job_streams = job_streams  # smmpi's answers about jobs' streams (JobLogs.job_streams)
         self._moto: dict[str, Any] = {}
 
     def moto_app(self, service: str) -> Any:
@@ -154,6 +155,7 @@ class App:
 
         call = Call(signed.service, signed.region, method, path, query,
                     str(environ.get("CONTENT_TYPE") or ""), target, body)  # fmt: skip
+        refuse_denied(call)  # what moto does not implement, IAM refuses serve's caller
         if changes(call):  # kept: answered with ids the journal's replay gives again
             call = replace(call, seed=new_seed())
         with seeded(call.seed):

@@ -24,6 +24,7 @@ from typing import Any
 
 from smmpi.aws.facts import check_job_name
 from smmpi.errors import BadInput
+from smmpi.serve import described
 from smmpi.serve.errors import ApiError, not_found
 from smmpi.serve.state import read_json, subfolder, write_json
 
@@ -185,8 +186,7 @@ class JobStore:
             body = self._answers.pop(key, None)
             if body is None:
                 record = self.get(name)
-                shown = {k: v for k, v in record.items() if not k.startswith("_")}
-                body = json.dumps(shown, default=str).encode()
+                body = json.dumps(described.shown(record), default=str).encode()
             self._answers[key] = body  # the last asked for is the last to go
             if len(self._answers) > len(self.live) + ANSWERS_KEPT:
                 ended = next((k for k in self._answers if k not in self.live), None)

@@ -138,6 +138,30 @@ def make_bucket(serve: ServeProcess, bucket: str) -> None:
     )
 
 
+#: The trust policy of a SageMaker execution role.
+SAGEMAKER_TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }
+    ],
+}
+
+
+def make_role(serve: ServeProcess) -> None:
+    """``ROLE`` in serve's IAM, trusting SageMaker, as a user's execution role exists in theirs."""
+    iam = serve.client("iam")
+    try:
+        iam.create_role(
+            RoleName=ROLE.rpartition("/")[2], AssumeRolePolicyDocument=json.dumps(SAGEMAKER_TRUST)
+        )
+    except iam.exceptions.EntityAlreadyExistsException:
+        pass
+
+
 def put_source(serve: ServeProcess, request: dict[str, Any], source: bytes) -> None:
     uri = json.loads(request["HyperParameters"]["sagemaker_submit_directory"])
     bucket, _, key = uri[5:].partition("/")
