@@ -5,12 +5,14 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import stat
 import tarfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from smmpi.bounded import CODE_MAX_BYTES, read_regular
 from smmpi.errors import SmmpiError
+from smmpi.trees import Entry, entries
 
 
 def pack(files: Iterable[tuple[Path, str]], field: str = "code file") -> bytes:
@@ -31,13 +33,41 @@ def pack(files: Iterable[tuple[Path, str]], field: str = "code file") -> bytes:
     return out.getvalue()
 
 
-def tar_dirs(sources: list[Path], archive: Path) -> None:
-    """One archive of several folders merged (as the SDK's local mode merges hosts' dirs)."""
-    with tarfile.open(archive, "w:gz") as tar:
-        for src in sources:
-            for path in sorted(src.rglob("*")):
-                if path.is_file():
-                    tar.add(path, arcname=path.relative_to(src).as_posix())
+def tar_dirs(
+    sources: list[Path], archive: Path, *, below: Path | None = None, prefix: str = ""
+) -> None:
+    """One archive of several folders merged (as the SDK's local mode merges hosts' dirs),
+    each member named ``prefix`` + its path in its folder.
+
+    Each folder is read below ``below`` (a folder smmpi made; the folder's own parent
+    without it) as :mod:`smmpi.trees` reads an instance: a link inside is stored as a link,
+    never followed, and a folder that is a link, or lies below one, is
+    :class:`~smmpi.trees.TreeRefused` (then no archive is left).
+    """
+    try:
+        with tarfile.open(archive, "w:gz") as tar:
+            for src in sources:
+                for entry in entries(below or src.parent, src):
+                    _add(tar, entry, prefix + entry.name)
+    except BaseException:
+        archive.unlink(missing_ok=True)
+        raise
+
+
+def _add(tar: tarfile.TarFile, entry: Entry, name: str) -> None:
+    """A regular file with its bytes, or a link as a link (anything else is not packed)."""
+    info = tarfile.TarInfo(name)
+    info.mode, info.mtime = stat.S_IMODE(entry.info.st_mode), int(entry.info.st_mtime)
+    if entry.is_link:
+        info.type, info.linkname = tarfile.SYMTYPE, entry.link()
+        tar.addfile(info)
+        return
+    fd = entry.open() if entry.is_file else None
+    if fd is None:
+        return
+    with os.fdopen(fd, "rb") as f:
+        info.size = os.fstat(f.fileno()).st_size
+        tar.addfile(info, f)
 
 
 def extract(archive: Path | bytes, dest: Path, *, links: bool = False) -> list[Path]:

@@ -55,6 +55,7 @@ from smmpi.runners.local.records import (
     finish,
     new_record,
     now,
+    refused_result,
     write_record,
 )
 from smmpi.runners.local.requirements import install_package, requirements
@@ -118,10 +119,11 @@ def _conclude(
         hosts, result.status, command, result.returncode, result.error_message, shape.image
     )
     failed = result.exit_code != EXIT_OK
-    finish(
+    line = finish(
         record, request, hosts, folder, (result.failure_line or result.status) if failed else None
     )
-    return status
+    refused_result(result, line)
+    return str(record["TrainingJobStatus"])
 
 
 def _ending_lines(job: LocalJob, seconds: float) -> list[str]:
