@@ -8,7 +8,7 @@ import os
 import stat
 import tarfile
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from smmpi.bounded import CODE_MAX_BYTES, read_regular
 from smmpi.errors import SmmpiError
@@ -74,24 +74,48 @@ def extract(archive: Path | bytes, dest: Path, *, links: bool = False) -> list[P
     """Extract ``archive`` (a file or its bytes) into ``dest``; returns the regular files.
 
     A member that would land outside ``dest`` or is a device is refused, and so
-    is any link unless ``links`` (a job's code may hold links inside itself).
+    is any link unless ``links`` (a job's code may hold links inside itself). Nothing
+    is written through a link: ``dest`` itself, a link already on disk where a member
+    goes (or above it), or a member below a link of the archive is refused.
     """
+    name = archive.name if isinstance(archive, Path) else "archive"
+    if dest.is_symlink():
+        raise SmmpiError(f"{name}: refusing to extract into {dest}: it is a link")
     dest.mkdir(parents=True, exist_ok=True)
     root = dest.resolve()
-    name = archive.name if isinstance(archive, Path) else "archive"
     source = tarfile.open(archive) if isinstance(archive, Path) else _open_bytes(archive)
     with source as tar:
         members = tar.getmembers()
+        linked = {PurePosixPath(m.name) for m in members if m.issym() or m.islnk()}
         for m in members:
             target = (root / m.name).resolve()
             inside = target == root or root in target.parents
             if not inside or m.isdev() or (not links and (m.issym() or m.islnk())):
                 raise SmmpiError(f"{name}: refusing unsafe member {m.name!r}")
+            through = _through_link(root, PurePosixPath(m.name), linked)
+            if through:
+                raise SmmpiError(f"{name}: refusing member {m.name!r}: {through} is a link")
         try:
             _extract_all(tar, root, members)
-        except tarfile.TarError as err:  # the data filter's refusals (absolute links, ...)
+        except (tarfile.TarError, OSError) as err:  # the data filter's refusals (absolute links)
             raise SmmpiError(f"{name}: refusing unsafe member: {err}") from None
     return [root / m.name for m in members if m.isfile()]
+
+
+def _through_link(root: Path, name: PurePosixPath, linked: set[PurePosixPath]) -> str | None:
+    """Where extracting ``name`` would go through a link: one of the archive's own links
+    above it, or a link on disk at or above it; None if nowhere."""
+    for parent in name.parents:
+        if parent in linked:
+            return parent.as_posix()
+    here = root
+    for part in name.parts:
+        here = here / part
+        if here.is_symlink():
+            return str(here)
+        if not here.is_dir():
+            return None
+    return None
 
 
 def _extract_all(tar: tarfile.TarFile, root: Path, members: list[tarfile.TarInfo]) -> None:

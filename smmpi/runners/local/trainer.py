@@ -47,7 +47,7 @@ from smmpi.runners.local.container_files import (
     restore_checkpoints,
     seed_checkpoints,
 )
-from smmpi.runners.local.inputs import copy_channel
+from smmpi.runners.local.inputs import check_channels, copy_channel
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import (
@@ -283,6 +283,7 @@ def run_trainer_request(
     shape = trainer_shape(request, drivers)
     name = check_job_name(shape.job_name)
     check_trainer_run(options, shape.instances, shape.ppn)
+    check_channels(request, channels)
     venv_dir = driver_python()
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
