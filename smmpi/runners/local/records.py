@@ -167,13 +167,13 @@ def finish(
     run_dir = folder / "hosts"
     with _refusals(refused):
         sync_checkpoints(request, hosts, folder)
-    if failure is None:
-        with _refusals(refused):
-            tar_dirs([d.model for d in hosts], folder / "model.tar.gz", below=run_dir)
-            record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
     with _refusals(refused):
         tar_output_data(hosts, folder / "output.tar.gz", run_dir)
         record["OutputArtifacts"] = (folder / "output.tar.gz").as_uri()
+    if failure is None and not refused:
+        with _refusals(refused):
+            tar_dirs([d.model for d in hosts], folder / "model.tar.gz", below=run_dir)
+            record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
     line = refused[0] if refused else None
     if line is not None:
         record.update(TrainingJobStatus="Failed", SecondaryStatus="Failed")

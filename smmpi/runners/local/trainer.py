@@ -282,8 +282,8 @@ def run_trainer_request(
     drivers = _channel_source(request, DRIVERS, channels)
     shape = trainer_shape(request, drivers)
     name = check_job_name(shape.job_name)
-    check_trainer_run(options, shape.instances, shape.ppn)
     check_channels(request, channels)
+    check_trainer_run(options, shape.instances, shape.ppn)
     venv_dir = driver_python()
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
