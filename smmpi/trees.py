@@ -13,7 +13,6 @@ and nothing could extract it.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shutil
 import stat
@@ -46,19 +45,21 @@ def where(folder: Path, below: Path) -> str:
 
 def open_folder(below: Path, folder: Path) -> int | None:
     """A descriptor of ``folder``, each of its components below ``below`` (a folder smmpi
-    made) opened without following a link; None when it does not exist. A component that
-    is a link, or not a folder, is :class:`TreeRefused`."""
+    made) opened without following a link; None when it does not exist (or is a file). A
+    component that is a link is :class:`TreeRefused`."""
     fd = os.open(below, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     done = below
     try:
         for part in folder.relative_to(below).parts:
             try:
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                os.close(fd)
-                return None
             except OSError as err:
-                raise TreeRefused(_why(fd, part, done / part, below, err)) from None
+                if _is_link(fd, part) or not isinstance(
+                    err, (FileNotFoundError, NotADirectoryError)
+                ):
+                    raise TreeRefused(_why(fd, part, done / part, below, err)) from None
+                os.close(fd)
+                return None  # nothing there to take (or a file)
             os.close(fd)
             fd, done = child, done / part
     except BaseException:
@@ -67,16 +68,16 @@ def open_folder(below: Path, folder: Path) -> int | None:
     return fd
 
 
-def _why(fd: int, name: str, path: Path, below: Path, err: OSError) -> str:
+def _is_link(fd: int, name: str) -> bool:
     try:
-        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
     except OSError:
-        info = None
-    if info is not None and stat.S_ISLNK(info.st_mode):
-        target = os.readlink(name, dir_fd=fd)
-        what = f"is a link (to {target})"
-    elif err.errno == errno.ENOTDIR:
-        what = "is not a folder"
+        return False
+
+
+def _why(fd: int, name: str, path: Path, below: Path, err: OSError) -> str:
+    if _is_link(fd, name):
+        what = f"is a link (to {os.readlink(name, dir_fd=fd)})"
     else:
         what = f"cannot be read ({err.strerror})"
     return (

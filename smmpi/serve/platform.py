@@ -133,8 +133,8 @@ def upload_checkpoints(
         return 0
     bucket, prefix = _split(str(uri))
     count = 0
-    for host in sorted(hosts_dir.iterdir()):
-        for entry in entries(hosts_dir, host / "opt" / "ml" / "checkpoints"):
+    for host in hosts(request):
+        for entry in entries(hosts_dir, hosts_dir / host / "opt" / "ml" / "checkpoints"):
             fd = entry.open() if entry.is_file else None
             if fd is None:
                 continue
@@ -156,11 +156,11 @@ def upload(request: dict[str, Any], name: str, hosts_dir: Path, s3: S3Store, wor
     output = str((request.get("OutputDataConfig") or {}).get("S3OutputPath") or "")
     bucket, prefix = _split(output)
     upload_checkpoints(request, hosts_dir, s3, work / "checkpoints")
-    hosts = sorted(p / "opt" / "ml" for p in hosts_dir.iterdir()) if hosts_dir.is_dir() else []
+    ml = [hosts_dir / host / "opt" / "ml" for host in hosts(request)] if hosts_dir.is_dir() else []
     base = f"{prefix.rstrip('/')}/{name}/output/".lstrip("/")
     for folder, archive in (("model", "model.tar.gz"), ("output", "output.tar.gz")):
         path = work / archive
-        tar_dirs([h / folder for h in hosts], path, below=hosts_dir)
+        tar_dirs([m / folder for m in ml], path, below=hosts_dir)
         s3.put(bucket, base + archive, path.read_bytes())
     return f"s3://{bucket}/{base}model.tar.gz"
 
