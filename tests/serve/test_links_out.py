@@ -56,3 +56,25 @@ def test_a_model_folder_linked_to_serves_state_uploads_nothing_of_it(
         assert not [n for n in names if "credentials" in n or n.startswith("jobs")], (key, names)
         assert secret.encode() not in data, key
     assert f"{job_name}/output/model.tar.gz" not in keys
+
+
+@pytest.mark.parametrize("where", ["channel", "checkpoints"])
+def test_a_local_file_as_a_channel_or_checkpoint_uri_is_refused_and_no_job_made(
+    serve: ServeProcess, bucket: str, job_name: str, where: str
+) -> None:
+    """serve reads channels and checkpoints from its S3 only: ``file:///proc/self/environ``
+    (serve's own environment) is SageMaker's ValidationException, and no job exists."""
+    request = dry_run_request(serve.env, job_name, bucket)
+    uri = "file:///proc/self/environ"
+    if where == "channel":
+        source = {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": uri}}
+        request["InputDataConfig"] = [{"ChannelName": "train", "DataSource": source}]
+    else:
+        request["CheckpointConfig"] = {"S3Uri": uri}
+    sm = serve.client("sagemaker")
+    with pytest.raises(sm.exceptions.ClientError) as err:
+        sm.create_training_job(**request)
+    assert err.value.response["Error"]["Code"] == "ValidationException"
+    assert "s3Uri" in err.value.response["Error"]["Message"]
+    names = [j["TrainingJobName"] for j in sm.list_training_jobs()["TrainingJobSummaries"]]
+    assert job_name not in names
