@@ -168,22 +168,36 @@ def test_a_fifo_as_the_entry_script_is_one_line_not_a_hang(
     no_local_job(env)
 
 
-@pytest.mark.parametrize("special", ["fifo", "device-link"])
+SPECIAL_SOURCES = {
+    "fifo": "FIFO",
+    "device-link": "character device",
+    "environ-link": "in /proc, the kernel's",
+    "sys-link": "in /sys, the kernel's",
+}
+
+
+@pytest.mark.parametrize("special", list(SPECIAL_SOURCES))
 @pytest.mark.parametrize("mode", [["--dry-run"], ["--local"]])
 def test_a_special_file_in_the_source_dir_is_one_line(
     special: str, mode: list[str], env: dict[str, str], tmp_path: Path
 ) -> None:
-    """Refused, not skipped: what ships must be what runs, and reading one never ends."""
+    """Refused, not skipped: what ships must be what runs, and reading one never ends; nor
+    does smmpi's own environment (/proc/self/environ) ship with the code."""
     code = tmp_path / "code"
     code.mkdir()
     (code / "train.py").write_text("print('hi')\n")
     if special == "fifo":
         _fifo(code / "queue")
     else:
-        (code / "queue").symlink_to("/dev/zero")
+        target = {
+            "device-link": "/dev/zero",
+            "environ-link": "/proc/self/environ",
+            "sys-link": "/sys/kernel/uevent_seqnum",
+        }
+        (code / "queue").symlink_to(target[special])
     args = ["submit", str(code / "train.py"), "-N", "1", "-n", "2", "--source-dir", str(code)]
     done = limited([*args, *mode], env, 30)
-    refused(done, "source_dir", "queue", "FIFO" if special == "fifo" else "character device")
+    refused(done, "source_dir", "queue", SPECIAL_SOURCES[special])
     no_local_job(env)
 
 
