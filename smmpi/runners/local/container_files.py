@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -113,9 +112,9 @@ def seed_checkpoints(request: Mapping[str, Any], folder: Path) -> Path | None:
         return None
     target = folder / SYNCED
     previous = _previous(uri, folder.name)
-    if previous is not None:
-        shutil.copytree(previous, target, symlinks=True)
     target.mkdir(mode=0o700, exist_ok=True)
+    if previous is not None:
+        copy_tree(previous, previous, target)
     _private(target)
     return target
 
@@ -125,7 +124,8 @@ def restore_checkpoints(request: Mapping[str, Any], dirs: HostDirs, seeded: Path
     target = checkpoint_dir(request, dirs)
     if target is None or seeded is None:
         return
-    shutil.copytree(seeded, target, symlinks=True, dirs_exist_ok=True)
+    target.mkdir(parents=True, exist_ok=True)
+    copy_tree(seeded, seeded, target)
 
 
 def sync_checkpoints(request: Mapping[str, Any], hosts: Sequence[HostDirs], folder: Path) -> None:
@@ -162,9 +162,7 @@ def _stamps(root: Path) -> dict[str, tuple[int, int]]:
 
 def _private(root: Path) -> None:
     """Folders 0700 and files 0600, as smmpi keeps its files (links are left alone)."""
-    for path, _subdirs, files in os.walk(root):
-        os.chmod(path, 0o700)
-        for name in files:
-            file = os.path.join(path, name)
-            if not os.path.islink(file):
-                os.chmod(file, 0o600)
+    os.chmod(root, 0o700)
+    for entry in entries(root, root):
+        if entry.is_dir or entry.is_file:
+            os.chmod(entry.base, 0o700 if entry.is_dir else 0o600, dir_fd=entry.parent)
