@@ -97,8 +97,10 @@ def extract(archive: Path | bytes, dest: Path, *, links: bool = False) -> list[P
                 raise SmmpiError(f"{name}: refusing member {m.name!r}: {through} is a link")
         try:
             _extract_all(tar, root, members)
-        except (tarfile.TarError, OSError) as err:  # the data filter's refusals (absolute links)
+        except tarfile.TarError as err:  # the data filter's refusals (absolute links, ...)
             raise SmmpiError(f"{name}: refusing unsafe member: {err}") from None
+        except OSError as err:  # a member that clashes with another (a file, then a folder)
+            raise SmmpiError(f"{name}: cannot extract into {dest}: {err}") from None
     return [root / m.name for m in members if m.isfile()]
 
 

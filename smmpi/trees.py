@@ -156,7 +156,8 @@ def walk(fd: int, label: str) -> Iterator[Entry]:
                     child = os.open(name, _DIR_FLAGS, dir_fd=here)
                 except OSError:
                     continue  # replaced since it was listed
-                stack.append((child, rel + "/", iter(_names(child, label))))
+                stack.append((child, rel + "/", iter(())))  # closed with the stack
+                stack[-1] = (child, rel + "/", iter(_names(child, label)))
     finally:
         for here, _prefix, _names_left in stack:
             os.close(here)
