@@ -55,7 +55,6 @@ from smmpi.runners.local.records import (
     finish,
     new_record,
     now,
-    refused_result,
     write_record,
 )
 from smmpi.runners.local.requirements import install_package, requirements
@@ -119,10 +118,8 @@ def _conclude(
         hosts, result.status, command, result.returncode, result.error_message, shape.image
     )
     failed = result.exit_code != EXIT_OK
-    line = finish(
-        record, request, hosts, folder, (result.failure_line or result.status) if failed else None
-    )
-    refused_result(result, line)
+    failure = (result.failure_line or result.status) if failed else None
+    finish(record, request, hosts, folder, failure, result)
     return str(record["TrainingJobStatus"])
 
 

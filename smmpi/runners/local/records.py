@@ -155,13 +155,14 @@ def finish(
     hosts: Sequence[HostDirs],
     folder: Path,
     failure: str | None,
-) -> str | None:
+    result: RunResult,
+) -> None:
     """What SageMaker does when a job's instances have ended: sync the checkpoints, pack
     ``model.tar.gz`` (a completed job: ``failure`` None) and ``output.tar.gz``, and record it.
 
     A folder that cannot leave its instance (a link out of it: :mod:`smmpi.trees`) fails
-    the job: its line is returned and recorded as the FailureReason, and its archive is
-    not written.
+    the job: its line is the FailureReason (and ``result``'s, if the ranks succeeded), and
+    its archive is not written.
     """
     refused: list[str] = []
     run_dir = folder / "hosts"
@@ -178,10 +179,11 @@ def finish(
     if line is not None:
         record.update(TrainingJobStatus="Failed", SecondaryStatus="Failed")
         failure = f"{failure}\n{line}" if failure else line
+        if result.exit_code == EXIT_OK:
+            result.exit_code, result.status, result.reason = EXIT_FAILED, "Failed", line
     if failure is not None:
         record["FailureReason"] = failure
     write_record(folder, record)
-    return line
 
 
 @contextlib.contextmanager
@@ -190,9 +192,3 @@ def _refusals(lines: list[str]) -> Iterator[None]:
         yield
     except TreeRefused as err:
         lines.append(str(err))
-
-
-def refused_result(result: RunResult, line: str | None) -> None:
-    """A run whose ranks succeeded but whose instance held a link out fails on that line."""
-    if line is not None and result.exit_code == EXIT_OK:
-        result.exit_code, result.status, result.reason = EXIT_FAILED, "Failed", line

@@ -50,15 +50,7 @@ from smmpi.runners.local.container_files import (
 from smmpi.runners.local.inputs import check_channels, copy_channel
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
-from smmpi.runners.local.records import (
-    STATUS_OF,
-    LocalJob,
-    finish,
-    new_record,
-    now,
-    refused_result,
-    write_record,
-)
+from smmpi.runners.local.records import STATUS_OF, LocalJob, finish, new_record, now, write_record
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
 from smmpi.runners.local.trainer_pod import check_paramiko, driver_python, pod_command
 from smmpi.toolkit.hosts import HostDirs
@@ -197,7 +189,7 @@ def _conclude(
         failure = (result.failure_line or result.status) + (
             f"\nAlgorithmError: {text}" if text else ""
         )
-    refused_result(result, finish(record, request, hosts, folder, failure))
+    finish(record, request, hosts, folder, failure, result)
     return text
 
 
