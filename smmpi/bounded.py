@@ -177,12 +177,46 @@ def ascii_int(text: str) -> int | None:
     return int(stripped)
 
 
+#: The kernel's own file systems: their files claim sizes they do not have, and hold this
+#: machine's state (``/proc/self/environ`` is smmpi's own environment, credentials included).
+KERNEL_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def kernel_root(path: str | os.PathLike[str]) -> str | None:
+    """The kernel file system ``path`` (through any link) is part of, or None."""
+    real = os.path.realpath(path)
+    try:
+        device: int | None = os.stat(real).st_dev
+    except OSError:
+        device = None
+    for root in KERNEL_ROOTS:
+        if real == root or real.startswith(root + "/") or device == _device(root):
+            return root
+    return None
+
+
+def _device(path: str) -> int | None:
+    try:
+        return os.stat(path).st_dev
+    except OSError:
+        return None
+
+
+def check_not_kernel(path: str | os.PathLike[str], field: str) -> None:
+    """:class:`FileRefused` for a file or folder of :data:`KERNEL_ROOTS` (through a link too)."""
+    root = kernel_root(path)
+    if root is not None:
+        raise FileRefused(field, path, f"it is in {root}, the kernel's files, not data")
+
+
 def regular_tree(root: Path, field: str, cap: int) -> list[tuple[Path, str]]:
     """Every file under ``root`` (or ``root`` itself, a file) as ``(path, relative name)``:
     each a regular file (a link to one counts as one), at most ``cap`` bytes in all.
 
-    A FIFO, socket, device, a link that leads nowhere or to a folder is one line.
+    A FIFO, socket, device, a link that leads nowhere or to a folder, and anything of
+    ``/proc``, ``/sys`` or ``/dev`` (:data:`KERNEL_ROOTS`) is one line.
     """
+    check_not_kernel(root, field)
     st = _stat(root, field)
     if not stat.S_ISDIR(st.st_mode):
         check_regular(st, field, root, cap)
@@ -195,6 +229,7 @@ def regular_tree(root: Path, field: str, cap: int) -> list[tuple[Path, str]]:
                 raise FileRefused(field, os.path.join(folder, name), "a link to a folder")
         for name in sorted(files):
             path = Path(folder, name)
+            check_not_kernel(path, field)
             st = _stat(path, field)
             check_regular(st, field, path, cap)
             total += st.st_size

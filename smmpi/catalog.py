@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from smmpi.bounded import CODE_MAX_BYTES, copy_regular, human, kind, open_regular
+from smmpi.bounded import CODE_MAX_BYTES, copy_regular, human, kernel_root, kind, open_regular
 from smmpi.errors import BadInput
 
 RUNTIME_MODULE = "smmpi_runtime.py"
@@ -199,13 +199,19 @@ def _ships(path: Path, rel: Path) -> bool:
         st = path.stat()
     except OSError:
         return False  # a link that leads nowhere (an editor's lock file, say): no content
-    if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
-        return stat.S_ISREG(st.st_mode)
-    raise BadInput(
-        "source_dir",
-        rel.as_posix(),
-        f"regular files and folders only (this is {kind(st.st_mode)}: move it out of the folder)",
-    )
+    if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+        raise BadInput(
+            "source_dir",
+            rel.as_posix(),
+            "regular files and folders only "
+            f"(this is {kind(st.st_mode)}: move it out of the folder)",
+        )
+    root = kernel_root(path)
+    if root is not None:  # /proc/self/environ is smmpi's environment, AWS keys and all
+        raise BadInput(
+            "source_dir", rel.as_posix(), f"files of your own (this is in {root}, the kernel's)"
+        )
+    return stat.S_ISREG(st.st_mode)
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -46,7 +46,7 @@ from smmpi.runners.local.container_files import (
     write_status_files,
 )
 from smmpi.runners.local.entry import check_request_entry
-from smmpi.runners.local.inputs import copy_channel
+from smmpi.runners.local.inputs import check_channels, copy_channel
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import (
@@ -118,10 +118,9 @@ def _conclude(
         hosts, result.status, command, result.returncode, result.error_message, shape.image
     )
     failed = result.exit_code != EXIT_OK
-    finish(
-        record, request, hosts, folder, (result.failure_line or result.status) if failed else None
-    )
-    return status
+    failure = (result.failure_line or result.status) if failed else None
+    finish(record, request, hosts, folder, failure, result)
+    return str(record["TrainingJobStatus"])
 
 
 def _ending_lines(job: LocalJob, seconds: float) -> list[str]:
@@ -204,6 +203,7 @@ def _check_before_work(
         check_request_entry(shape.script, source)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
     check_timeout(options.timeout)
+    check_channels(request)  # (a FIFO, a device, /proc/self/environ...)
     check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
     if options.exact:
         exact.prepare(shape.image, options.progress)  # the toolkit's environment, built once

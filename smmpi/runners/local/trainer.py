@@ -47,7 +47,7 @@ from smmpi.runners.local.container_files import (
     restore_checkpoints,
     seed_checkpoints,
 )
-from smmpi.runners.local.inputs import copy_channel
+from smmpi.runners.local.inputs import check_channels, copy_channel
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import STATUS_OF, LocalJob, finish, new_record, now, write_record
@@ -189,7 +189,7 @@ def _conclude(
         failure = (result.failure_line or result.status) + (
             f"\nAlgorithmError: {text}" if text else ""
         )
-    finish(record, request, hosts, folder, failure)
+    finish(record, request, hosts, folder, failure, result)
     return text
 
 
@@ -274,6 +274,7 @@ def run_trainer_request(
     drivers = _channel_source(request, DRIVERS, channels)
     shape = trainer_shape(request, drivers)
     name = check_job_name(shape.job_name)
+    check_channels(request, channels)
     check_trainer_run(options, shape.instances, shape.ppn)
     venv_dir = driver_python()
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
