@@ -101,7 +101,9 @@ def _start(where: Place, argv: list[str], folder: Path, out: IO[bytes]) -> subpr
         tree = host_dirs(where.run_dir, where.host).root
         pod = launch.Pod((where.host,), (tree,), folder, keep=keep, own_network=False)
         code = f"{CONTAINER_ROOT}/code"
-        return launch.start(pod, argv, where.env, code, stdout=out, stderr=subprocess.STDOUT)
+        return launch.start(
+            pod, argv, where.env, code, stdout=out, stderr=subprocess.STDOUT, new_session=True
+        )
     own = {}
     for name in ("home", "tmp"):
         (folder / name).mkdir(mode=0o700, exist_ok=True)
