@@ -199,16 +199,16 @@ def _check_before_work(
     mode, why_not_hosts = modes.choose(options.isolation, shape.instances)
     if options.exact:
         exact.check(options.isolation, shape.instances, shape.image)
-    wanted = None
-    if not (options.exact and exact.uses_toolkit(shape.image)):  # else the toolkit decides
+    toolkit = options.exact and exact.uses_toolkit(shape.image)  # it installs the code itself
+    if not toolkit:  # else the toolkit decides
         check_request_entry(shape.script, source)
-        wanted = requirement_lines(source, options.install_requirements)
+    wanted = requirement_lines(source, options.install_requirements or toolkit)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
     check_timeout(options.timeout)
     check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
     if options.exact:
         exact.prepare(shape.image, options.progress)  # the toolkit's environment, built once
-    return mode, why_not_hosts, wanted
+    return mode, why_not_hosts, None if toolkit else wanted
 
 
 def _say_start(
