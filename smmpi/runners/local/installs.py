@@ -7,8 +7,9 @@ the container's variables and none of this machine's shell. So do the installs h
   as the run's command is (:mod:`smmpi.runners.hosts.launch`), with a container's
   capabilities, on this machine's network (the install reaches the user's package index,
   as a container reaches the internet; the ranks never share it);
-- processes mode: a session of its own with the instance's clean environment, and a HOME
-  and TMPDIR of its own in the run's folder.
+- processes mode: a session of its own under a reaper of the run's kind (``watch.py run``:
+  nothing of it outlives smmpi), with the instance's clean environment, and a HOME and TMPDIR
+  of its own in the run's folder.
 Either way no ``AWS_*`` variable reaches it, pip and the builds it starts may use at most
 :data:`MEMORY_CAP` of address space (RLIMIT_AS), and it is killed when the run's
 ``--timeout`` ends, counted from the run's start. What it printed is kept in a file of the
@@ -29,7 +30,9 @@ from typing import IO
 
 from smmpi.bounded import human
 from smmpi.errors import SmmpiError, TimedOut
+from smmpi.mpi_output import printable
 from smmpi.runners.hosts import launch
+from smmpi.runners.local.hostfiles import reaper_command
 from smmpi.runners.local.isolation import instance_base
 from smmpi.runners.local.layout import host_dirs, launch_env
 from smmpi.runners.local.mpi import preflight
@@ -41,6 +44,7 @@ from smmpi.toolkit.shape import JobShape
 #: The address space an install (pip and what it starts) may use.
 MEMORY_CAP = 2 * 1024 * 1024 * 1024
 _TAIL = 64 * 1024  # the end of pip's output that is read, at most
+_LINE = 1000  # pip's line in smmpi's, at most
 _LIMIT = (
     "import os, resource, sys; n = int(sys.argv[1]); "
     "resource.setrlimit(resource.RLIMIT_AS, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
@@ -105,12 +109,13 @@ def _start(where: Place, argv: list[str], folder: Path, out: IO[bytes]) -> subpr
             pod, argv, where.env, code, stdout=out, stderr=subprocess.STDOUT, new_session=True
         )
     own = {}
-    for name in ("home", "tmp"):
+    for name in ("home", "tmp", "reaper"):
         (folder / name).mkdir(mode=0o700, exist_ok=True)
         own[name] = str(folder / name)
     env = {**where.env, "HOME": own["home"], "TMPDIR": own["tmp"], "TMP": own["tmp"]}
+    # under a reaper of the run's kind: it dies with smmpi, and what pip leaves dies with it
     return subprocess.Popen(
-        argv,
+        reaper_command(argv, folder / "reaper"),
         env={**env, "TEMP": own["tmp"]},
         cwd=where.code,
         stdin=subprocess.DEVNULL,
@@ -171,4 +176,4 @@ def pip(where: Place, python: str, args: list[str], what: str) -> str:
             f"{what} failed: pip ran out of the {human(MEMORY_CAP)} of memory an install may "
             "use (MemoryError)"
         )
-    raise SmmpiError(f"{what} failed: {pip_reason(text)}")
+    raise SmmpiError(f"{what} failed: {printable(pip_reason(text))[:_LINE]}")

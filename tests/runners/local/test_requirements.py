@@ -200,14 +200,18 @@ def silent_index() -> Iterator[tuple[str, list[socket.socket]]]:
             conn.close()
 
 
+@pytest.mark.parametrize("isolation", ["hosts", "processes"])
 def test_an_index_that_never_answers_ends_at_the_timeout(
-    local_env: dict[str, str], tmp_path: Path, silent_index: tuple[str, list[socket.socket]]
+    local_env: dict[str, str],
+    tmp_path: Path,
+    silent_index: tuple[str, list[socket.socket]],
+    isolation: str,
 ) -> None:
     """pip's own waits (15 s a try, 5 retries) ran 396 s past ``--timeout 60``: the install is
     stopped when the run's --timeout ends, with the cause named, and nothing is left."""
     url, accepted = silent_index
     src = _code(tmp_path, {"requirements.txt": f"--index-url {url}\nsmmpi-never-served==1.0\n"})
-    args = _submit(src, "--install-requirements", "--timeout", "20")
+    args = _submit(src, "--install-requirements", "--timeout", "20", "--isolation", isolation)
     done = smmpi(args, local_env, timeout=150)  # far less than pip's own retries would take
     assert done.returncode == 124, done.stderr
     assert done.stderr.splitlines()[-1] == (
