@@ -109,7 +109,7 @@ def _read(tar: tarfile.TarFile, members: Members, where: str, field: str, shown:
     member = _member(members, where, field, shown)
     data = tar.extractfile(member) if member is not None else None
     if data is None:
-        raise FileRefused(field, shown, "not in the code dir")
+        raise FileRefused(field, shown, "no such file in the code dir")
     return _text(data.read(MAX_BYTES + 1)[:MAX_BYTES], shown)
 
 

@@ -131,7 +131,7 @@ def _nothing_created(env: dict[str, str]) -> None:
         (
             {"requirements.txt": "-rmissing.txt\n"},
             "invalid -r in requirements.txt: 'missing.txt'; allowed: a regular file smmpi can "
-            "use (not in the code dir)",
+            "use (no such file in the code dir)",
         ),
     ],
 )
@@ -268,3 +268,43 @@ def test_an_install_that_grows_without_end_is_stopped_by_its_memory_cap(
         "may use (MemoryError)"
     )
     _nothing_created(local_env)
+
+
+def _archive(tmp_path: Path, files: dict[str, str]) -> bytes:
+    from smmpi.archives import pack
+
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return pack((tmp_path / name, name) for name in files)
+
+
+def test_requirements_files_are_read_as_pip_reads_them(tmp_path: Path) -> None:
+    """Continuation lines joined, comments dropped; files that name each other are read once;
+    a name that leaves the code dir, or a file over the cap, is refused."""
+    from smmpi.bounded import FileRefused
+    from smmpi.runners.local.req_files import MAX_BYTES, requirement_lines
+
+    cycle = {
+        "requirements.txt": "# pinned\nsix \\\n  ==1.16  # why\n-r more/b.txt\n",
+        "more/b.txt": "-r ../requirements.txt\n",
+    }
+    assert requirement_lines(_archive(tmp_path / "a", cycle), True) == [
+        "six   ==1.16",
+        "-r more/b.txt",
+    ]
+    assert requirement_lines(_archive(tmp_path / "b", {"train.py": ""}), True) is None
+    outside = {"requirements.txt": "-c ../../etc/constraints.txt\n"}
+    with pytest.raises(FileRefused) as err:
+        requirement_lines(_archive(tmp_path / "c", outside), True)
+    assert str(err.value) == (
+        "invalid -c in requirements.txt: '../../etc/constraints.txt'; allowed: a regular file "
+        "smmpi can use (outside the code dir)"
+    )
+    big = {"requirements.txt": "#" * (MAX_BYTES + (1 << 20)) + "\n"}
+    with pytest.raises(FileRefused) as err:
+        requirement_lines(_archive(tmp_path / "d", big), False)
+    assert str(err.value) == (
+        "invalid requirements file: 'requirements.txt'; allowed: a regular file smmpi can use "
+        "(17 MiB, over the 16 MiB limit)"
+    )
