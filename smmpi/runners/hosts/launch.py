@@ -76,6 +76,9 @@ class Pod:
     # writes there stays in its instance (exact mode's toolkit interpreter, where the
     # toolkit pip-installs the code's requirements, as into a container's own image).
     own_copies: tuple[Path, ...] = ()
+    # False: the instances use this machine's network, not eth0s on a bridge of their own (a
+    # code's install, which reaches the user's package index as a container's does).
+    own_network: bool = True
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,7 @@ def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> di
         "env": dict(env),
         "cwd": cwd,
         "userns": needs_user_namespace(),
+        "own_network": pod.own_network,
         "ip": tool("ip") or "ip",
     }
 

@@ -144,7 +144,7 @@ def container_line(shape: JobShape) -> list[str]:
 _MACHINE_ONLY = ("TMPDIR", "HOME")
 
 
-def _instance_base(launcher: Launcher, world_size: int) -> dict[str, str]:
+def instance_base(launcher: Launcher, world_size: int) -> dict[str, str]:
     base = {**launch_env(launcher.env(), os.environ), **installed_mpi(launcher.mpirun)}
     base |= sharing_cores(world_size, base)
     base = {k: v for k, v in base.items() if k not in _MACHINE_ONLY}
@@ -161,7 +161,7 @@ def _hosts(
     exact: bool = False,
     container: ContainerStart | None = None,
 ) -> Launch:
-    base = _instance_base(launcher, shape.world_size)
+    base = instance_base(launcher, shape.world_size)
     (run_dir / ".smmpi" / "ompi").mkdir(parents=True, exist_ok=True)
     mpi_prefix = Path(launcher.mpirun).resolve().parent.parent
     keep = (Path(python).parent, Path(python).resolve().parent, mpi_prefix, *map(Path, extra_paths))

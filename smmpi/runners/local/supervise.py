@@ -230,6 +230,7 @@ def execute(
     mode: str = "processes",
     exact: bool = False,
     container: ContainerStart | None = None,
+    spent: float = 0.0,
 ) -> RunResult:
     """Run the prepared job under supervision and say how it ended.
 
@@ -239,6 +240,7 @@ def execute(
     process's stdin, as under mpirun. ``remove_on_death``: the run dir is
     removed if this process is killed (a throwaway run's host trees). ``container``: what
     every isolated instance starts with instead of smmpi's mpirun line (:mod:`.isolation`).
+    ``spent``: seconds of the run before this (its installs), counted in ``timeout``.
     """
     check_timeout(timeout)
     launcher = preflight(python)
@@ -261,7 +263,7 @@ def execute(
     )
     _mpirun_env(how.env, shape, run_dir, mode)
     output = Output(shape.world_size, log_dir, shape.ppn, shape.image, shape.toolkit_tags)
-    start, started = time.monotonic(), time.time()
+    start, started = time.monotonic() - spent, time.time()
     proc = _start(how, run_dir, shape.world_size, stdin_closed, remove_on_death)
     supervisor = Supervisor(proc, stack_dir(run_dir), how.translate)
     sessions = Path(how.env.get(SESSIONS) or run_dir) if mode == "processes" else run_dir

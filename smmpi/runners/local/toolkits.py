@@ -34,7 +34,7 @@ from pathlib import Path
 
 from smmpi.errors import BadInput, SmmpiError
 from smmpi.runners.base import Progress
-from smmpi.runners.local.requirements import pip_reason
+from smmpi.runners.local.pip_lines import pip_reason
 from smmpi.toolkit.images import framework_of
 
 #: The PyTorch images' toolkit (and a bare ``smmpi run``'s): a venv, or ``none``.
