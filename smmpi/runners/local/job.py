@@ -58,7 +58,7 @@ from smmpi.runners.local.records import (
     write_record,
 )
 from smmpi.runners.local.requirements import install_package, requirements
-from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
+from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.shape import JobShape, shape_from_request
@@ -203,7 +203,6 @@ def _check_before_work(
     if not (options.exact and exact.uses_toolkit(shape.image)):  # else the toolkit decides
         check_request_entry(shape.script, source)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
-    check_timeout(options.timeout)
     check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
     if options.exact:
         exact.prepare(shape.image, options.progress)  # the toolkit's environment, built once
