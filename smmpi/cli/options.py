@@ -82,7 +82,8 @@ def _run_timeout(number: float, field: str) -> float:
     """A local run's ``--timeout``: the spec's range (it stands for the job's max run)."""
     from smmpi.spec.limits import check_timeout
 
-    return check_timeout(number, field) or number
+    check_timeout(number, field)
+    return number
 
 
 def _group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
