@@ -121,7 +121,8 @@ def _within(value: object) -> TypeGuard[int | float]:
     """A finite number (not a bool) in SageMaker's range for MaxRuntimeInSeconds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    return math.isfinite(value) and MAX_RUN_MIN <= value <= MAX_RUN_LIMIT
+    finite = isinstance(value, int) or math.isfinite(value)  # 10**400 is no float
+    return finite and MAX_RUN_MIN <= value <= MAX_RUN_LIMIT
 
 
 def check_run_choices(

@@ -56,7 +56,7 @@ CASES: list[tuple[str, str, list[str], str, str, tuple[str, ...]]] = [
     ),
     *(
         (f"max-run-{value}", "demo", ["--max-run", value], "max_run", "from 1 to 2419200", SUBMITS)
-        for value in ("0", "1e30", "2419201", "")
+        for value in ("0", "1e30", "2419201", "9" * 400, "")
     ),
     ("max-wait", "demo", ["--spot", "--max-wait", "2419201"], "max_wait", "2419200", SUBMITS),
 ]
