@@ -151,6 +151,33 @@ def create(path: str | os.PathLike[str], field: str, mode: int = 0o600) -> Binar
         raise
 
 
+#: Linux's longest path (PATH_MAX, less its NUL) and longest name in one (NAME_MAX), in bytes.
+PATH_MAX_BYTES = 4095
+NAME_MAX_BYTES = 255
+
+
+def lookup(field: str, path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` exists. A path the system cannot look up is one line naming ``field``:
+    one over Linux's limits (named, before any lookup), or any other error of the lookup."""
+    text = os.fspath(path)
+    raw = os.fsencode(text)
+    if len(raw) > PATH_MAX_BYTES or max(map(len, raw.split(b"/"))) > NAME_MAX_BYTES:
+        shown = text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+        raise BadInput(
+            field,
+            shown,
+            f"a path of at most {PATH_MAX_BYTES} bytes, each name in it at most "
+            f"{NAME_MAX_BYTES} bytes (the system's limits)",
+        )
+    try:
+        os.stat(text)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as err:  # a link loop, a folder it may not search...
+        raise BadInput(field, text, f"a path smmpi can look up ({err.strerror})") from None
+    return True
+
+
 def existing_problem(path: str | os.PathLike[str]) -> str | None:
     """Why smmpi would refuse to write ``path`` (a link, a FIFO, a hard link...), or None."""
     try:

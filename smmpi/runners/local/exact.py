@@ -55,10 +55,10 @@ def check(isolation_mode: str | None, instances: int, image: str = "") -> None:
         isolation_mode is None and os.environ.get("SMMPI_ISOLATION") == "processes"
     ):
         raise BadInput(FIELD, True, "isolated hosts only (not --isolation processes)")
+    toolkits.sources(image)  # a $SMMPI_TOOLKIT_VENV/_TF without the toolkit, whatever the image
     reason = unavailable_reason(instances)
     if reason:
         raise BadInput(FIELD, True, f"a machine where it can run ({reason})")
-    toolkits.sources(image)  # a $SMMPI_TOOLKIT_VENV without the toolkit is refused here, too
 
 
 def prepare(image: str, progress: Progress) -> None:

@@ -58,7 +58,7 @@ from smmpi.runners.local.records import (
 )
 from smmpi.runners.local.req_files import requirement_lines
 from smmpi.runners.local.requirements import install_code
-from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
+from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.shape import JobShape, shape_from_request
@@ -203,7 +203,6 @@ def _check_before_work(
         check_request_entry(shape.script, source)
     wanted = requirement_lines(source, options.install_requirements or toolkit)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
-    check_timeout(options.timeout)
     check_channels(request)  # (a FIFO, a device, /proc/self/environ...)
     check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
     if options.exact:

@@ -23,7 +23,6 @@ from smmpi.runners.local.supervise import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     RunResult,
-    check_timeout,
     execute,
     sigterm_interrupts,
 )
@@ -52,7 +51,6 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
     if options.exact:
         exact.check(options.isolation, shape.instances, shape.image)
     preflight()  # fail on a missing MPI before creating anything
-    check_timeout(options.timeout)
     check_bounds(shape, Path(tempfile.gettempdir()) / "smmpi-run-xxxxxxxx")
     code_bytes = size_of(path for path, _ in program.files())
     check_room(Path(tempfile.gettempdir()), shape, mode, code_bytes)

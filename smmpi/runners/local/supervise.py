@@ -16,7 +16,6 @@ Supervision is what makes a local run cheaper than a SageMaker one:
 from __future__ import annotations
 
 import dataclasses
-import math
 import subprocess
 import sys
 import threading
@@ -25,7 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from smmpi.errors import BadInput
 from smmpi.mpi_output import printable
 from smmpi.runners.base import Progress, silent
 from smmpi.runners.local.cpu_share import group
@@ -184,11 +182,6 @@ def _conclude(
     check_world(result, run)
 
 
-def check_timeout(timeout: float | None) -> None:
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        raise BadInput("timeout", timeout, "a finite number of seconds > 0")
-
-
 def _mpirun_env(how_env: dict[str, str], shape: JobShape, run_dir: Path, mode: str) -> None:
     """Processes mode: Open MPI's session files in the run's folder (removed with it, as in
     isolated hosts), and no free slot for ``Spawn`` (mpirun oversubscribes here; the
@@ -242,7 +235,6 @@ def execute(
     every isolated instance starts with instead of smmpi's mpirun line (:mod:`.isolation`).
     ``spent``: seconds of the run before this (its installs), counted in ``timeout``.
     """
-    check_timeout(timeout)
     launcher = preflight(python)
     stdin_closed = stdin_closed or stdin_is_empty()
     no_room = _no_room(shape, run_dir, mode)

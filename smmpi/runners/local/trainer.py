@@ -51,7 +51,7 @@ from smmpi.runners.local.inputs import check_channels, copy_channel
 from smmpi.runners.local.layout import prepare_hosts
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import STATUS_OF, LocalJob, finish, new_record, now, write_record
-from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
+from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
 from smmpi.runners.local.trainer_pod import check_paramiko, driver_python, pod_command
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.shape import JobShape
@@ -133,7 +133,6 @@ def driver_np(drivers: Path) -> str:
 def check_trainer_run(options: RunOptions, instances: int, ppn: int) -> None:
     """Refuse (exit 2, nothing created) what cannot run: no isolated hosts, sshd or paramiko."""
     check_world(instances, ppn)
-    check_timeout(options.timeout)
     asked = options.isolation or os.environ.get("SMMPI_ISOLATION")
     if asked == "processes":
         raise BadInput("isolation", asked, "auto or hosts (a ModelTrainer request runs its sshd)")
