@@ -4,6 +4,8 @@ stack folder (``rank-R.*``, written by :mod:`.rank_hook` and ``watch.py``):
 - ``rank-R.abort``: the rank called ``MPI.Comm.Abort(code)``;
 - ``rank-R.status``: ``python -m mpi4py`` will abort with this code at exit (an uncaught
   ``SystemExit``, or exception, whose line it then carries too);
+- ``rank-R.mpi``: whether the rank, once it imported ``mpi4py.MPI``, called
+  ``MPI_Finalize`` (or reached Python's normal exit, where mpi4py calls it);
 - ``rank-R.exit``: its watcher saw it end (exit code or signal, and when);
 - ``rank-R.orphan``: its watcher ended while it ran (the rank's stack then);
 - ``rank-R.pid``, and the reaper's ``strays*.json``: the processes it killed.
@@ -134,6 +136,12 @@ def read_statuses(folder: Path) -> dict[int, RankAbort]:
         rank: RankAbort(rank, _int(r.get("code")) or 1, float(r.get("time") or 0))
         for rank, r in _rows(folder, "status").items()
     }
+
+
+def read_unfinalized(folder: Path) -> set[int]:
+    """Ranks that imported ``mpi4py.MPI`` and had not called ``MPI_Finalize`` when they ended
+    (nor reached Python's normal exit): ``os._exit(0)`` before it, for one."""
+    return {rank for rank, r in _rows(folder, "mpi").items() if r.get("finalized") is False}
 
 
 def user_frame(stack: str) -> str | None:

@@ -191,6 +191,19 @@ def check_world(result: RunResult, run: Run) -> None:
         result.reason = line
 
 
+def check_started(result: RunResult, ends: Ends, run: Run, code: int | None) -> None:
+    """End a run whose mpirun exited 0 though not every rank started (exit 1): no rank
+    recorded its start or its end, so none of them ran."""
+    if result.exit_code != EXIT_OK or code != 0:
+        return
+    world = run.shape.world_size
+    started = len({*ends.pids, *ends.ends} & set(range(world)))
+    if started < world:
+        which = "no rank" if not started else f"only {started} of the ranks"
+        result.exit_code, result.status = EXIT_FAILED, "Failed"
+        result.reason = f"mpirun exited 0 but {which} started ({started} of {world} ranks reported)"
+
+
 def failed(ends: Ends, code: int | None) -> bool:
     """mpirun ended non-zero, or a rank called MPI_Abort(0) (mpirun then ends with 0)."""
     return code != 0 or ends.aborted_zero is not None
