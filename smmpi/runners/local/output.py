@@ -27,20 +27,21 @@ def parts(stream: IO[bytes]) -> Iterator[tuple[str, bool]]:
     """mpirun's physical lines as (text, ends the line), a long line in parts of about
     :data:`READ` bytes (no tag and no UTF-8 character cut in two)."""
     decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
-    carry = ""
+    carry, open_line = "", False
     for raw in iter(partial(stream.readline, READ), b""):
         text = carry + decoder.decode(raw)
         if text.endswith("\n"):
-            carry = ""
+            carry, open_line = "", False
             yield text.rstrip("\r\n"), True
             continue
         cut = text.rfind("[", max(0, len(text) - TAG_MAX))
         cut = len(text) if cut < 0 else cut
         carry = text[cut:]
         if cut:
+            open_line = True
             yield text[:cut], False
     rest = carry + decoder.decode(b"", final=True)
-    if rest:
+    if rest or open_line:  # the last line had no newline
         yield rest.rstrip("\r\n"), True
 
 
