@@ -10,9 +10,8 @@ on every rank's PYTHONPATH. In the rank (not in the processes it starts) it:
   rank's Python stack;
 - records the exception that reached the top of the program (``rank-R.exc``:
   not a traceback the program caught and printed itself);
-- records whether the rank called ``MPI_Finalize`` (or reached Python's normal exit,
-  where mpi4py calls it) once ``mpi4py.MPI`` was imported (``rank-R.mpi``), so a rank
-  that ends with exit code 0 before it is named;
+- records whether the rank reached ``MPI_Finalize`` (``rank-R.mpi``): a rank that ends
+  with exit code 0 before it is named;
 - records a call of ``MPI.Comm.Abort`` and its error code (``rank-R.abort``),
   which the rank's exit code alone cannot tell from ``sys.exit`` or ``os._exit``,
   and the code ``python -m mpi4py`` aborts with at exit for an uncaught
@@ -80,7 +79,7 @@ def _record_world(path: str) -> None:
 
     size = os.environ.get("OMPI_COMM_WORLD_SIZE") or os.environ.get("PMI_SIZE") or ""
     host = os.environ.get("CURRENT_HOST") or socket.gethostname()
-    _write(path, {"size": int(size) if size.isdigit() else None, "host": host})
+    Record(path).write({"size": int(size) if size.isdigit() else None, "host": host})
 
 
 def _dump_on(signum: int, path: str) -> None:
@@ -121,21 +120,13 @@ def exception_line(kind: type[BaseException], value: BaseException) -> str:
     return (line.strip().splitlines() or [kind.__name__])[0]
 
 
-def _write(path: str, row: dict[str, Any]) -> None:
-    try:
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump({**row, "time": time.time()}, f)
-        os.replace(path + ".tmp", path)
-    except Exception:  # never let a record change what the program does
-        pass
-
-
 class Record:
     """A record file opened now and written later through its descriptor: no new file
-    descriptor, no path lookup (the program may have run out of both by then)."""
+    descriptor, no path lookup (the program may have run out of both by then); written
+    by the rank only (not by a process it forks)."""
 
     def __init__(self, path: str) -> None:
-        self.fd, self.key = -1, (0, 0)
+        self.fd, self.key, self.pid = -1, (0, 0), os.getpid()
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
             self.fd = os.open(path, flags, 0o644)
@@ -147,8 +138,8 @@ class Record:
     def write(self, row: dict[str, Any]) -> None:
         try:
             st = os.fstat(self.fd)
-            if (st.st_dev, st.st_ino) != self.key:
-                return  # the program closed it: the number may be another file's now
+            if (st.st_dev, st.st_ino) != self.key or os.getpid() != self.pid:
+                return  # the program closed it (the number may be another file's now)
             data = json.dumps({**row, "time": time.time()}).encode()
             os.pwrite(self.fd, data, 0)
             os.ftruncate(self.fd, len(data))
@@ -256,9 +247,12 @@ def _record_abort(mpi: Any, records: dict[str, Record]) -> None:
 
 
 def _record_finalize(mpi: Any, records: dict[str, Record]) -> None:
-    """``finalized``: false once MPI is imported; true when the rank calls ``MPI.Finalize``
-    or reaches Python's normal exit (mpi4py finalizes after Python's atexit functions)."""
+    """``finalized``: false once MPI is initialized (as mpi4py.MPI is imported); true when
+    the rank calls ``MPI.Finalize`` or reaches Python's normal exit (mpi4py finalizes after
+    Python's atexit functions)."""
     record, finalize = records["mpi"], mpi.Finalize
+    if not mpi.Is_initialized():
+        return  # (mpi4py.rc.initialize = False)
     record.write({"finalized": False})
 
     def Finalize() -> None:  # mpi4py's name
