@@ -8,6 +8,7 @@ in processes mode, and checks the one line that names the failure and the exit c
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -117,3 +118,27 @@ def test_a_rank_that_writes_100_mb_without_a_newline_is_named_at_once(
     raised = re.search(r"raised at (\d+\.\d+)", r.stderr)
     assert raised is not None, r.stderr[-2000:]
     assert ended - float(raised[1]) < 5.0
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGUSR1"])
+def test_a_rank_that_ends_its_instances_init_is_named(
+    signame: str, fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Before: "rank 0 (algo-1) failed: killed by signal 15 (SIGTERM)" (or rank 1), which
+    mpirun sent it once algo-2's daemon had ended with its instance. Isolated hosts only: in processes mode
+    PID 1 is this machine's init (and the program signals PID 1 only where it is an
+    instance's first process). SIGKILL from inside its namespace does not reach it."""
+    body = (
+        "import signal\ncomm.Barrier()\n"
+        'first = b"smmpi.runners.hosts" in open("/proc/1/cmdline", "rb").read()\n'
+        f"if rank == 3 and first:\n    os.kill(1, signal.{signame})\n    time.sleep(30)\n"
+        "comm.Barrier()\n"
+    )
+    r = _run(tmp_path, fault_env, "hosts", body, "-N", "2", "-n", "2", "--isolation", "hosts")
+    assert r.returncode == 1, r.stderr
+    number = getattr(signal, signame).value
+    line = (
+        f"smmpi: rank 3 (algo-2) failed: ended its instance's init (PID 1) with signal "
+        f"{number} ({signame}); every process of algo-2 ended with it"
+    )
+    assert _last_line(r.stderr) == line, r.stderr
