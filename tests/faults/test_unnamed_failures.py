@@ -125,9 +125,10 @@ def test_a_rank_that_ends_its_instances_init_is_named(
     signame: str, fault_env: dict[str, str], tmp_path: Path
 ) -> None:
     """Before: "rank 0 (algo-1) failed: killed by signal 15 (SIGTERM)" (or rank 1), which
-    mpirun sent it once algo-2's daemon had ended with its instance. Isolated hosts only: in processes mode
-    PID 1 is this machine's init (and the program signals PID 1 only where it is an
-    instance's first process). SIGKILL from inside its namespace does not reach it."""
+    mpirun sent it once algo-2's daemon had ended with its instance. Isolated hosts only:
+    in processes mode PID 1 is this machine's init (and the program signals PID 1 only
+    where it is an instance's first process). SIGKILL from inside its namespace does not
+    reach it."""
     body = (
         "import signal\ncomm.Barrier()\n"
         'first = b"smmpi.runners.hosts" in open("/proc/1/cmdline", "rb").read()\n'
