@@ -80,7 +80,9 @@ class Output:
 
     Each rank's lines are rebuilt by :class:`LineAssembler`, as ``smmpi logs``
     does for CloudWatch, so a rank that prints without a newline never lends
-    its words to another rank's line or log file.
+    its words to another rank's line or log file. mpirun's output is read in parts
+    (:func:`parts`), and a line is kept to its last ``MAX_LINE`` characters: a rank that
+    writes 100 MB without a newline is shown, and named, at once.
     """
 
     def __init__(
