@@ -49,6 +49,7 @@ from smmpi.runners.local.verdict import (
     Run,
     RunResult,
     blame,
+    check_started,
     check_world,
     failed,
     lost_network,
@@ -179,6 +180,7 @@ def _conclude(
     result.error_message = error_message(output.captures.values())
     if result.exit_code == EXIT_OK and (failed(ends, code) or output.scan.stops):
         blame(result, ends, output.scan, dataclasses.replace(run, code=code))
+    check_started(result, ends, run, code)
     check_world(result, run)
 
 
