@@ -157,31 +157,41 @@ class JobStore:
             self._save(record)
         return record
 
-    def get(self, name: object) -> dict[str, Any]:
-        """The job's record: the one in memory while it runs, else a fresh copy from its file."""
+    def _summary_in(self, key: str, region: str | None) -> Summary:
+        """The job's summary; not found if there is none, or it is another region's job."""
+        summary = self.summaries.get(key)
+        if summary is None or (region is not None and summary[1] != region):
+            raise not_found()
+        return summary
+
+    def get(self, name: object, region: str | None = None) -> dict[str, Any]:
+        """The job's record: the one in memory while it runs, else a fresh copy from its file.
+        With ``region``, only that region's job (a region sees only its own jobs)."""
         key = str(name).lower()
         with self.lock:
+            summary = self._summary_in(key, region)
             record = self.live.get(key)
             if record is not None:
                 return record
-            summary = self.summaries.get(key)
-            if summary is None:
-                raise not_found()
             found: dict[str, Any] = read_json(self.folder / f"{summary[0]}.json")
             return found
 
-    def by_arn(self, arn: object) -> dict[str, Any]:
-        text = str(arn)
-        if ":training-job/" not in text:
+    def by_arn(self, arn: object, region: str | None = None) -> dict[str, Any]:
+        """The job an ARN names; with ``region``, only if the ARN is that region's."""
+        parts = str(arn).split(":")
+        if len(parts) != 6 or not parts[5].startswith("training-job/"):
             raise not_found()
-        return self.get(text.rsplit("/", 1)[-1])
+        if region is not None and parts[3] != region:
+            raise not_found()
+        return self.get(parts[5].rsplit("/", 1)[-1], region)
 
-    def describe_body(self, name: object) -> bytes:
+    def describe_body(self, name: object, region: str | None = None) -> bytes:
         """DescribeTrainingJob's JSON body, built once per change of the job (every change
         goes through ``_save``, which drops it), so a poller costs no copy nor encoding.
         Every running job's body is kept; of ended jobs, the last ``ANSWERS_KEPT`` asked for."""
         key = str(name).lower()
         with self.lock:
+            self._summary_in(key, region)
             body = self._answers.pop(key, None)
             if body is None:
                 record = self.get(name)
@@ -219,18 +229,18 @@ class JobStore:
             record.update(fields, SecondaryStatus=status, LastModifiedTime=now)
             self._save(record)
 
-    def tags(self, arn: object) -> list[dict[str, str]]:
+    def tags(self, arn: object, region: str | None = None) -> list[dict[str, str]]:
         with self.lock:
-            return list(self.by_arn(arn)["_Tags"])
+            return list(self.by_arn(arn, region)["_Tags"])
 
-    def set_tags(self, arn: object, tags: list[dict[str, str]]) -> None:
+    def set_tags(self, arn: object, tags: list[dict[str, str]], region: str | None = None) -> None:
         with self.lock:
-            record = self.by_arn(arn)
+            record = self.by_arn(arn, region)
             record["_Tags"] = tags
             self._save(record)
 
-    def snapshot(self) -> list[dict[str, Any]]:
-        """Every job's summary (``SUMMARY``'s fields)."""
+    def snapshot(self, region: str | None = None) -> list[dict[str, Any]]:
+        """Every job's summary (``SUMMARY``'s fields); with ``region``, that region's jobs."""
         with self.lock:
             summaries = list(self.summaries.values())
-        return [_shown(summary) for summary in summaries]
+        return [_shown(s) for s in summaries if region is None or s[1] == region]
