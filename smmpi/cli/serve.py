@@ -97,6 +97,10 @@ def serve_cmd(
             "smmpi serve needs moto's server app: pip install 'smmpi[serve]' (moto[server])"
         )
     from smmpi.serve import Server
+    from smmpi.serve.front import listen
+
+    if not env_only:  # an address or port serve cannot have: one line, before anything is made
+        listen(bind, port).close()
 
     def event(line: str) -> None:
         click.echo(f"smmpi serve: {line}")
@@ -108,17 +112,14 @@ def serve_cmd(
     if env_only:
         _print_env(server)
         return
+    _stop_on_sigterm()
+    server.start()
     if bind not in LOOPBACK:
         click.echo(
             f"smmpi serve: warning: listening on {bind}: other machines can reach it "
             "(only serve's key pair is accepted)",
             err=True,
         )
-    _stop_on_sigterm()
-    try:
-        server.start()
-    except OSError as err:
-        raise BadInput("--port", port, f"a free port on {bind} ({err.strerror})") from None
     for line in _exports(server.env):
         click.echo(line)
     click.echo(f"smmpi serve: listening on {server.url}, state in {server.root}")

@@ -305,3 +305,36 @@ def test_garbage_on_the_socket_does_not_take_the_server_down(serve: ServeProcess
     own = (serve.exports["AWS_ACCESS_KEY_ID"], serve.exports["AWS_SECRET_ACCESS_KEY"])
     ok, _, _ = send(serve.url, own, Raw(target="SageMaker.ListTrainingJobs", body=b"{}"))
     assert ok == 200
+
+
+MALFORMED = [
+    (b"\x00\x01\x02garbage\r\n\r\n", 400),
+    (b"NONSENSE\r\n\r\n", 400),
+    (b"GET / HTTP/9.9\r\n\r\n", 505),
+    (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", 414),
+    (b"GET / HTTP/1.1\r\n" + b"X-Many: y\r\n" * 200 + b"\r\n", 431),
+    (b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: abc\r\n\r\n{}", 400),
+    (b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -5\r\n\r\n{}", 400),
+    (b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 411),
+    (b"POST / HTTP/1.1\r\nHost: h\r\nX-Amz-Target: SageMaker.ListTrainingJobs\r\n"
+     b"Content-Length: 5\r\n\r\nnope!", 403),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("junk", "status"), MALFORMED, ids=[str(i) for i in range(len(MALFORMED))])
+def test_malformed_http_gets_sagemakers_json_error_shape(
+    serve: ServeProcess, junk: bytes, status: int
+) -> None:
+    host, port = serve.url[7:].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(junk)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    assert lines[0].startswith(f"HTTP/1.1 {status} "), answer[:300]
+    assert "Content-Type: application/x-amz-json-1.1" in lines, lines
+    error = json.loads(body)
+    assert set(error) == {"__type", "message"} and error["__type"] and error["message"], error
