@@ -113,7 +113,11 @@ def serve_cmd(
         _print_env(server)
         return
     _stop_on_sigterm()
-    server.start()
+    try:
+        server.start()
+    except OSError as err:  # a file in the state folder serve cannot read or write: named
+        where = str(err.filename or server.root)
+        raise BadInput("--state", where, f"a state folder serve can use ({err.strerror})") from None
     if bind not in LOOPBACK:
         click.echo(
             f"smmpi serve: warning: listening on {bind}: other machines can reach it "

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import secrets
 import sys
 import threading
 import time
@@ -100,6 +102,37 @@ def _key(name: str) -> str:
     return name if lower == name else lower
 
 
+def _checked(record: Any, path: Path) -> dict[str, Any]:
+    """``record`` if it is a job's record, kept in its own file; ValueError if not."""
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    name = record.get("TrainingJobName")
+    if not isinstance(name, str) or name != path.stem:
+        raise ValueError("its TrainingJobName is not its file's name")
+    check_job_name(name)
+    if not isinstance(record.get("_Region"), str) or not isinstance(record.get("_Tags"), list):
+        raise ValueError("it lacks the job's region or tags")
+    for field in ("CreationTime", "LastModifiedTime"):
+        if not isinstance(record.get(field), (int, float)):
+            raise ValueError(f"its {field} is not a time")
+    for field in ("TrainingJobStatus", "SecondaryStatus"):
+        if not isinstance(record.get(field), str):
+            raise ValueError(f"its {field} is not a status")
+    if not isinstance(record.get("SecondaryStatusTransitions"), list):
+        raise ValueError("its SecondaryStatusTransitions is not a list")
+    return record
+
+
+def _set_aside(path: Path, err: Exception) -> str:
+    """Rename ``path`` (a file, or a link: never followed) out of the jobs' way; say so."""
+    why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+    aside = path.with_name(f"{path.name}.set-aside")
+    while aside.exists() or aside.is_symlink():
+        aside = path.with_name(f"{path.name}.set-aside-{secrets.token_hex(3)}")
+    os.rename(path, aside)
+    return f"jobs/{path.name} is not a job's record ({why[:200]}): set aside as {aside.name}"
+
+
 class JobStore:
     """Every job serve knows, in memory and under ``folder``; all access under one lock."""
 
@@ -109,8 +142,12 @@ class JobStore:
         self.live: dict[str, dict[str, Any]] = {}  # lower-case name -> record (not ended)
         self.summaries: dict[str, Summary] = {}  # lower-case name -> summary (every job)
         self._answers: dict[str, bytes] = {}  # lower-case name -> DescribeTrainingJob's body
+        self.set_aside: list[str] = []  # one line for each file that was no job's record
         for path in sorted(self.folder.glob("*.json")):
-            self._keep(read_json(path))
+            try:
+                self._keep(_checked(read_json(path), path))
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                self.set_aside.append(_set_aside(path, err))
 
     def _keep(self, record: dict[str, Any]) -> None:
         summary = _summary(record)

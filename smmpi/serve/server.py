@@ -133,6 +133,8 @@ class Server:
         self.s3 = S3Store(self.root)
         self.logs = JobLogs(self.root)
         self.store = JobStore(self.root)
+        for line in self.store.set_aside:
+            self.event(line)
         self.runner = JobRunner(
             self.root, self.store, self.s3, self.logs,
             parallel=self.parallel, isolation=self.isolation, event=self.event, exact=self.exact,
