@@ -102,6 +102,19 @@ def _key(name: str) -> str:
     return name if lower == name else lower
 
 
+def _taken(record: dict[str, Any], taken: Summary) -> str:
+    """Why a new job cannot have the name of ``taken``'s (in its region, or in another)."""
+    if taken[1] == record["_Region"]:
+        return (
+            "Training job names must be unique within an AWS account and region, and a "
+            f"training job with this name already exists ({record['TrainingJobArn']})"
+        )
+    return (
+        "smmpi serve keeps one training job per name across its regions, and "
+        f"{job_arn(taken[1], taken[0])} has this name"
+    )
+
+
 def _checked(record: Any, path: Path) -> dict[str, Any]:
     """``record`` if it is a job's record, kept in its own file; ValueError if not."""
     if not isinstance(record, dict):
@@ -185,12 +198,9 @@ class JobStore:
             "_Tags": list(request.get("Tags") or []),
         }
         with self.lock:
-            if name.lower() in self.summaries:
-                raise ApiError(
-                    "ResourceInUse",
-                    f"Training job names must be unique within an AWS account and region, and "
-                    f"a training job with this name already exists ({record['TrainingJobArn']})",
-                )
+            taken = self.summaries.get(name.lower())
+            if taken is not None:
+                raise ApiError("ResourceInUse", _taken(record, taken))
             self._save(record)
         return record
 
