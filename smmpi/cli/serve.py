@@ -50,6 +50,21 @@ def _stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, on_term)
 
 
+def _start(server: Any, bind: str) -> None:
+    """Start ``server``; a state file it cannot read or write is one line that names it."""
+    try:
+        server.start()
+    except OSError as err:
+        where = str(err.filename or server.root)
+        raise BadInput("--state", where, f"a state folder serve can use ({err.strerror})") from None
+    if bind not in LOOPBACK:
+        click.echo(
+            f"smmpi serve: warning: listening on {bind}: other machines can reach it "
+            "(only serve's key pair is accepted)",
+            err=True,
+        )
+
+
 @click.command("serve")
 @click.option("--port", type=int, default=8765, show_default=True, help="0: any free port.")
 @click.option("--bind", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -113,17 +128,7 @@ def serve_cmd(
         _print_env(server)
         return
     _stop_on_sigterm()
-    try:
-        server.start()
-    except OSError as err:  # a file in the state folder serve cannot read or write: named
-        where = str(err.filename or server.root)
-        raise BadInput("--state", where, f"a state folder serve can use ({err.strerror})") from None
-    if bind not in LOOPBACK:
-        click.echo(
-            f"smmpi serve: warning: listening on {bind}: other machines can reach it "
-            "(only serve's key pair is accepted)",
-            err=True,
-        )
+    _start(server, bind)
     for line in _exports(server.env):
         click.echo(line)
     click.echo(f"smmpi serve: listening on {server.url}, state in {server.root}")

@@ -138,7 +138,7 @@ def _checked(record: Any, path: Path) -> dict[str, Any]:
 
 def _set_aside(path: Path, err: Exception) -> str:
     """Rename ``path`` (a file, or a link: never followed) out of the jobs' way; say so."""
-    why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+    why = str(getattr(err, "why", None) or err)
     aside = path.with_name(f"{path.name}.set-aside")
     while aside.exists() or aside.is_symlink():
         aside = path.with_name(f"{path.name}.set-aside-{secrets.token_hex(3)}")

@@ -88,17 +88,30 @@ def write_json(path: Path, data: Any) -> None:
     write_private(path, json.dumps(data, default=str).encode())
 
 
+class BadStateFile(BadInput):
+    """A file in the state folder that serve did not write as it is (one line names it)."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__("--state", str(path), f"a state file as serve wrote it ({why})")
+        self.why = why
+
+
 def read_json(path: Path, cap: int = MAX_STATE_FILE) -> Any:
     """The JSON in ``path``: a regular file (never a link, a FIFO or a device) of at most
-    ``cap`` bytes; OSError or ValueError otherwise."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{path.name} is not a regular file")
-        if info.st_size > cap:
-            raise ValueError(f"{path.name} is larger than {cap} bytes")
-        return json.loads(f.read(cap + 1))
+    ``cap`` bytes; :class:`BadStateFile` (a ValueError) otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ValueError("not a regular file")
+            if info.st_size > cap:
+                raise ValueError(f"larger than {cap} bytes")
+            return json.loads(f.read(cap + 1))
+    except OSError as err:
+        raise BadStateFile(path, err.strerror or type(err).__name__) from None
+    except (ValueError, RecursionError) as err:
+        raise BadStateFile(path, str(err)[:120] or "not JSON") from None
 
 
 def _new_keys() -> Keys:

@@ -112,3 +112,34 @@ def test_a_link_where_serve_keeps_a_folder_is_one_line_and_exit_2(tmp_path: Path
         "(serve follows no link)"
     ]
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("planted", "kind"),
+    [
+        ("s3/buckets.json", "garbage"),
+        ("s3/buckets.json", "link"),
+        ("s3/buckets.json", "fifo"),
+        ("logs/some-job/streams.json", "garbage"),
+        ("logs/some-job/streams.json", "link"),
+    ],
+)
+def test_another_planted_state_file_is_one_line_naming_it(
+    tmp_path: Path, planted: str, kind: str
+) -> None:
+    state = tmp_path / "state"
+    path = state / planted
+    path.parent.mkdir(parents=True)
+    os.chmod(state, 0o700)
+    if kind == "garbage":
+        path.write_text("{garbage")
+    elif kind == "link":
+        (tmp_path / "elsewhere.json").write_text("{}")
+        path.symlink_to(tmp_path / "elsewhere.json")
+    else:
+        os.mkfifo(path)  # a reader would wait for ever
+    done = _serve(state, tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"smmpi: invalid --state: '{path}'"), lines
+    assert "allowed: a state file as serve wrote it (" in lines[0], lines
