@@ -22,7 +22,7 @@ from typing import Any
 from smmpi import config
 from smmpi.aws.clients import resolve_region
 from smmpi.aws.clients import session as aws_session
-from smmpi.aws.errors import MISSING_BUCKET, error_code
+from smmpi.aws.errors import MISSING_BUCKET, error_code, redact
 from smmpi.runners.local.mpi import mpirun_path
 
 _SMOKE = (
@@ -157,7 +157,7 @@ def mpi_checks(smoke: bool = True, timeout: float = 60.0) -> list[Check]:
 def _identity(session: Any, quick: Any, usable: bool) -> Check:
     """The endpoint answers STS with an account (only once credentials and region exist)."""
     endpoint = os.environ.get("AWS_ENDPOINT_URL")
-    where = f"{endpoint} (AWS_ENDPOINT_URL)" if endpoint else "AWS public endpoints"
+    where = f"{redact(endpoint)} (AWS_ENDPOINT_URL)" if endpoint else "AWS public endpoints"
     if not usable:
         return Check(
             "endpoint", "warn", f"{where}; not contacted", "fix the credentials and region first"

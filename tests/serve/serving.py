@@ -43,7 +43,7 @@ class ServeProcess:
                 if line.startswith("export "):
                     name, _, value = line[7:].strip().partition("=")
                     self.exports[name] = value
-                if "listening on" in line:
+                if line.startswith("smmpi serve: listening on"):  # not the warning
                     ready.set()
             ready.set()
 
