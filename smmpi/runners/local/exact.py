@@ -22,6 +22,7 @@ from smmpi.runners.base import Progress
 from smmpi.runners.hosts import launch, sshd
 from smmpi.runners.local import modes, toolkits
 from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
+from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.venvs import cached_venv, site_packages
 from smmpi.toolkit.container import start_env
 from smmpi.toolkit.shape import JobShape
@@ -158,7 +159,9 @@ def toolkit_command(
     venv_dir = toolkit_python(toolkit, toolkits.toolkit_of(shape.image).absent)
     run_env = {k: first[k] for k in _RUN_VARIABLES if k in first}
     run_env["PYTHONPATH"] = str(site_dir(run_dir))  # the rank hook, not /opt/ml/code
-    envs = tuple(toolkit_env(shape, base, run_env, venv_dir) for _ in shape.hosts)
+    envs = tuple(
+        {**toolkit_env(shape, base, run_env, venv_dir), **gpu_env(shape, h)} for h in shape.hosts
+    )
     trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
     train = str(venv_dir / "bin" / "train")
     roots = (*keep, venv_dir, *toolkit)
