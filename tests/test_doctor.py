@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from smmpi.doctor import Check, parse_mpi_version
-from tests.helpers import BIN, MotoServer, smmpi
+from tests.helpers import BIN, MotoServer, path_without, smmpi
 
 pytestmark = pytest.mark.aws
 
@@ -187,3 +189,43 @@ def test_a_passing_check_shows_no_fix() -> None:
     assert (
         Check("x", "fail", "broken", "do this").line() == "fail  x           broken; fix: do this"
     )
+
+
+def _hiding(programs: list[str], argv: list[str]) -> list[str]:
+    """``argv`` in a mount namespace of its own where each of ``programs`` is /dev/null."""
+    mounts = " && ".join(f"mount --bind /dev/null {p}" for p in programs)
+    return [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        f'{mounts} && exec "$@"',
+        "-",
+        *argv,
+    ]
+
+
+def test_without_ip_or_ssh_each_fix_names_its_cause(env: dict[str, str], tmp_path: Path) -> None:
+    """No iproute2: the fix installs it (not "run as root"); no ssh: the smoke run needs none."""
+    places = [shutil.which("ip"), *(f"{d}/ip" for d in ("/usr/sbin", "/sbin", "/usr/bin", "/bin"))]
+    found = sorted({os.path.realpath(p) for p in places if p and os.access(p, os.X_OK)})
+    assert found  # this machine has iproute2: hide it
+    bare = {**env, "PATH": path_without(tmp_path / "bin", "ip", "ssh", "rsh")}
+    done = subprocess.run(
+        _hiding(found, [str(BIN / "smmpi"), "doctor"]),
+        env=bare,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = {line.split()[1]: line for line in done.stdout.splitlines()}
+    assert lines["smoke"] == "ok    smoke       2 ranks ran allreduce through mpirun"
+    assert lines["isolation"] == (
+        "warn  isolation   isolated hosts unavailable: `ip` not found (iproute2); local runs use "
+        "processes mode; fix: install iproute2 (apt-get install iproute2)"
+    )
+    if "sshd not found" not in lines["exact"]:  # sshd comes first where it is missing
+        assert lines["exact"].endswith("; fix: install iproute2 (apt-get install iproute2)")

@@ -20,7 +20,9 @@ from smmpi.ops.local_jobs import configured_keep
 ISOLATION_MODES = ("auto", "hosts", "processes")
 #: One of ``SMMPI_GPUS``'s device ids, as CUDA_VISIBLE_DEVICES takes them (0, GPU-<uuid>, ...).
 GPU_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_:.-]*$")
-GPUS_RULE = "this machine's GPU ids separated by commas, each once (0,1 or GPU-<uuid>,...), or empty"
+GPUS_RULE = (
+    "this machine's GPU ids separated by commas, each once (0,1 or GPU-<uuid>,...), or empty"
+)
 
 
 def check_settings(mpirun: bool = True) -> None:

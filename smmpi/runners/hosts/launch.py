@@ -34,7 +34,9 @@ __all__ = [
     "command",
     "pod_env",
     "quick_reason",
+    "quick_unavailable",
     "start",
+    "unavailable",
     "unavailable_reason",
 ]
 
@@ -248,32 +250,46 @@ def _namespaces_refused() -> str | None:
     return message or None
 
 
-@lru_cache(maxsize=1)
-def quick_reason() -> str | None:
-    """None when this machine lets smmpi create isolated hosts; else one line saying why not.
+#: What lets a refused unshare(2) succeed.
+NAMESPACES_FIX = (
+    "run as root, or allow unprivileged user namespaces "
+    "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)"
+)
+PROBE_FIX = "`smmpi run demo -N 2 -n 1 --isolation hosts` shows the whole error"
 
-    Cheap enough to run before every run: the tools, the paths and one unshare(2).
+
+@lru_cache(maxsize=1)
+def quick_unavailable() -> tuple[str, str] | None:
+    """None when this machine lets smmpi create isolated hosts; else (why not, in one line;
+    what fixes it). Cheap enough to run before every run: the tools, the paths, one unshare(2).
     """
     if not sys.platform.startswith("linux"):
-        return f"isolated hosts need Linux namespaces; this is {sys.platform}"
-    for name in ("ip",):
-        if tool(name) is None:
-            return f"`{name}` not found (iproute2)"
+        why = f"isolated hosts need Linux namespaces; this is {sys.platform}"
+        return why, "run on Linux (processes mode runs here)"
+    if tool("ip") is None:
+        return "`ip` not found (iproute2)", "install iproute2 (apt-get install iproute2)"
     for path in ("/opt", "/etc"):
         if not os.path.exists(path):
-            return f"{path} does not exist, so it cannot be overlaid per instance"
+            why = f"{path} does not exist, so it cannot be overlaid per instance"
+            return why, f"create it (mkdir {path})"
     refused = _namespaces_refused()
     if refused:
         who = "root" if not needs_user_namespace() else "an unprivileged user"
-        return f"the kernel refuses namespaces to {who} here ({refused})"
+        return f"the kernel refuses namespaces to {who} here ({refused})", NAMESPACES_FIX
     return None
 
 
-def unavailable_reason() -> str | None:
-    """:func:`quick_reason`, then a real two-instance pod whose agent hops to algo-2."""
-    reason = quick_reason()
-    if reason:
-        return reason
+def quick_reason() -> str | None:
+    """Why isolated hosts cannot be made here (:func:`quick_unavailable`), or None."""
+    found = quick_unavailable()
+    return found[0] if found else None
+
+
+def unavailable() -> tuple[str, str] | None:
+    """:func:`quick_unavailable`, then a real two-instance pod whose agent hops to algo-2."""
+    found = quick_unavailable()
+    if found:
+        return found
     with tempfile.TemporaryDirectory(prefix="smmpi-probe-") as tmp:
         run_dir = Path(tmp)
         trees = (run_dir / "algo-1", run_dir / "algo-2")
@@ -289,4 +305,12 @@ def unavailable_reason() -> str | None:
     if probe.returncode == 0:
         return None
     lines = err.decode(errors="replace").strip().splitlines()
-    return lines[-1] if lines else f"a two-instance probe exited with {probe.returncode}"
+    return (
+        lines[-1] if lines else f"a two-instance probe exited with {probe.returncode}"
+    ), PROBE_FIX
+
+
+def unavailable_reason() -> str | None:
+    """Why isolated hosts do not run here (:func:`unavailable`), or None."""
+    found = unavailable()
+    return found[0] if found else None

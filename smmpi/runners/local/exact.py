@@ -34,20 +34,27 @@ FIRST_LINE = (
 )
 
 
-def unavailable_reason(instances: int = 1) -> str | None:
-    """None when exact mode can run here; else one line saying what is missing."""
+def unavailable(instances: int = 1, probe: bool = False) -> tuple[str, str] | None:
+    """None when exact mode can run here; else (what is missing, in one line; its fix).
+    ``probe``: isolated hosts are tried with a real pod (``smmpi doctor``)."""
     if os.geteuid() != 0:
-        return "exact mode runs sshd as the instances' root: run smmpi as root"
+        return "exact mode runs sshd as the instances' root", "run smmpi as root"
     missing = sshd.missing()
     if missing:
         return missing
-    try:
-        mode, why = modes.choose("auto", instances)
-    except BadInput as err:
-        return str(err)
-    if mode != "hosts":
-        return f"exact mode needs isolated hosts ({why})"
+    hosts = modes.hosts_unavailable(probe)
+    if hosts is not None:
+        return f"exact mode needs isolated hosts ({hosts[0]})", hosts[1]
+    if instances > modes.HOSTS_MAX:
+        why = f"isolated hosts run at most {modes.HOSTS_MAX} instances"
+        return f"exact mode needs isolated hosts ({why})", f"at most {modes.HOSTS_MAX} instances"
     return None
+
+
+def unavailable_reason(instances: int = 1) -> str | None:
+    """What :func:`unavailable` says is missing and its fix, in one line; or None."""
+    found = unavailable(instances)
+    return f"{found[0]}: {found[1]}" if found else None
 
 
 def check(isolation_mode: str | None, instances: int, image: str = "") -> None:

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from smmpi.runners.local.layout import launch_env, left_out_mpi
 from smmpi.runners.local.machine import GpuShare, share_gpus
-from tests.helpers import BIN, smmpi
+from tests.helpers import path_without, smmpi
 
 SEEN = """\
 import json, os
@@ -64,18 +63,6 @@ def test_too_few_gpus_are_seen_by_every_instance_and_said() -> None:
     assert share_gpus(["0"], 4, 0) == GpuShare(None, None)  # a CPU instance type: nothing said
 
 
-def _no_ssh_path(tmp_path: Path) -> str:
-    """A PATH of this machine's programs without ssh or rsh (as on a machine without them)."""
-    shadow = tmp_path / "bin-without-ssh"
-    shadow.mkdir()
-    for folder in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"):
-        for program in sorted(Path(folder).iterdir()) if Path(folder).is_dir() else []:
-            link = shadow / program.name
-            if program.name not in ("ssh", "rsh") and not link.exists() and not link.is_symlink():
-                link.symlink_to(program)
-    return f"{BIN}{os.pathsep}{shadow}"
-
-
 @pytest.mark.parametrize("mode", ["hosts", "processes"])
 def test_shell_settings_no_ssh_and_gpus_in_a_two_instance_run(
     mode: str, run_env: dict[str, str], tmp_path: Path
@@ -83,7 +70,7 @@ def test_shell_settings_no_ssh_and_gpus_in_a_two_instance_run(
     program = tmp_path / "seen.py"
     program.write_text(SEEN)
     env = {**run_env, **SHELL_MPI, "SMMPI_GPUS": "g0,g1,g2,g3,g4,g5,g6,g7", "SMMPI_ISOLATION": mode}
-    env["PATH"] = _no_ssh_path(tmp_path)
+    env["PATH"] = path_without(tmp_path / "bin-without-ssh", "ssh", "rsh")
     args = ["run", str(program), "-N", "2", "-n", "1", "--instance-type", "ml.g6e.12xlarge"]
     r = smmpi(args, env)
     assert r.returncode == 0, r.stderr[-3000:]
