@@ -341,3 +341,20 @@ def test_the_failure_scan_reads_a_table_of_pitfalls() -> None:
     custom = FailureScan(pitfalls=Pitfall.rows(table))
     custom.feed("[1,2]<stderr>:RuntimeError: CUDA error: invalid_device")
     assert [p.note for p in custom.found] == ["no GPU here; use CPU"]
+
+
+def test_open_mpi_without_ssh_is_named_from_its_own_message() -> None:
+    """Open MPI 4.1.8's words when its rsh launcher finds neither ssh nor rsh (exit code 243)."""
+    scan = FailureScan()
+    for line in (
+        "--------------------------------------------------------------------------",
+        'The value of the MCA parameter "plm_rsh_agent" was set to a path',
+        "that could not be found:",
+        "  plm_rsh_agent: ssh : rsh",
+    ):
+        scan.feed(line)
+    assert [p.key for p in scan.found] == ["no-rsh-agent"]
+    assert scan.note(scan.found[0]) == (
+        "Open MPI found no ssh or rsh to start its daemons with; "
+        "install openssh-client (apt-get install openssh-client)"
+    )
