@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from smmpi.errors import BadInput, MPINotFound
-from smmpi.runners.hosts import launch
+from smmpi.runners.hosts import availability
 from smmpi.runners.local.mpi import find_launcher
 
 MODES = ("auto", "hosts", "processes")
@@ -64,4 +64,4 @@ def hosts_unavailable(probe: bool = False) -> tuple[str, str] | None:
     reason = open_mpi_4_reason()
     if reason is not None:
         return reason, OPEN_MPI_4_FIX
-    return launch.unavailable() if probe else launch.quick_unavailable()
+    return availability.unavailable() if probe else availability.quick_unavailable()
