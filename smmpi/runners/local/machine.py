@@ -127,6 +127,11 @@ def gpu_share(shape: JobShape) -> GpuShare:
     per_instance = num_gpus(shape.instance_type)
     if per_instance <= 0:
         return GpuShare(None, None)  # no device is looked for on a CPU instance type
+    if VISIBLE in shape.environment:  # the job chose its devices itself: every instance's
+        chosen = shape.environment[VISIBLE]
+        return GpuShare(
+            None, f"smmpi: every emulated instance sees {VISIBLE}={chosen}, the job's own"
+        )
     return share_gpus(machine_gpus(), shape.instances, per_instance, shape.instance_type)
 
 

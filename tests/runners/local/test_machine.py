@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from smmpi.runners.local.layout import launch_env, left_out_mpi
-from smmpi.runners.local.machine import GpuShare, share_gpus
+from smmpi.runners.local.machine import GpuShare, gpu_env, gpu_share, share_gpus
+from smmpi.toolkit.shape import JobShape
 from tests.helpers import path_without, smmpi
 
 SEEN = """\
@@ -86,3 +88,14 @@ def test_shell_settings_no_ssh_and_gpus_in_a_two_instance_run(
     assert {row["PMIX_MCA_gds"] for row in seen.values()} == {None}
     if mode == "hosts":  # processes mode gives its mpirun `-mca plm isolated` itself
         assert "isolated" not in {row["OMPI_MCA_plm"] for row in seen.values()}
+
+
+def test_the_jobs_own_cuda_visible_devices_stands(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SMMPI_GPUS", "0,1,2,3")
+    shape = JobShape("job", "demo.py", 2, 1, instance_type="ml.g5.2xlarge")
+    assert gpu_env(shape, "algo-2") == {"CUDA_VISIBLE_DEVICES": "1"}
+    chosen = dataclasses.replace(shape, environment={"CUDA_VISIBLE_DEVICES": "3"})
+    assert gpu_env(chosen, "algo-2") == {}
+    assert gpu_share(chosen).line == (
+        "smmpi: every emulated instance sees CUDA_VISIBLE_DEVICES=3, the job's own"
+    )
