@@ -168,9 +168,20 @@ def _identity(session: Any, quick: Any, usable: bool) -> Check:
     try:
         ident = session.client("sts", config=quick).get_caller_identity()
     except Exception as err:  # any failure here is the user's to see, in one line
-        fix = "refresh the credentials or check AWS_ENDPOINT_URL"
-        return Check("endpoint", "fail", f"{where}: {error_code(err)}", fix)
+        return Check("endpoint", "fail", f"{where}: {error_code(err)}", _endpoint_fix(err, where))
     return Check("endpoint", "ok", f"{where}; account {ident['Account']}")
+
+
+def _endpoint_fix(err: Exception, where: str) -> str:
+    """Nothing answered (the address, the network), or the answer refused the credentials."""
+    from botocore.exceptions import ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as NoConnection
+
+    if isinstance(err, (NoConnection, HTTPClientError)):
+        return f"check that {where} is reachable from here (the address, the network, a proxy)"
+    if isinstance(err, ClientError):
+        return "refresh the credentials (`aws sso login`, or new keys), or use another profile"
+    return "refresh the credentials or check AWS_ENDPOINT_URL"
 
 
 def aws_checks(region: str | None = None) -> list[Check]:

@@ -121,6 +121,7 @@ def test_unreachable_endpoint_fails_in_one_line(env: dict[str, str]) -> None:
     assert got["endpoint"] == "fail"
     assert got["credentials"] == "ok"
     assert "fail  endpoint    http://127.0.0.1:9 (AWS_ENDPOINT_URL): " in out
+    assert "; fix: check that http://127.0.0.1:9 (AWS_ENDPOINT_URL) is reachable from here" in out
     assert got["role"] == "fail"  # not configured
 
 
