@@ -99,3 +99,21 @@ def test_the_jobs_own_cuda_visible_devices_stands(monkeypatch: pytest.MonkeyPatc
     assert gpu_share(chosen).line == (
         "smmpi: every emulated instance sees CUDA_VISIBLE_DEVICES=3, the job's own"
     )
+
+
+def test_exact_mode_leaves_the_shells_settings_out_and_shares_the_gpus(
+    run_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Exact mode: the container's mpirun on algo-1 reaches algo-2 through sshd, with the
+    instance's environment: this shell's OMPI_MCA_plm=isolated would keep it on algo-1."""
+    program = tmp_path / "seen.py"
+    program.write_text(SEEN)
+    env = {**run_env, **SHELL_MPI, "SMMPI_GPUS": "g0,g1", "SMMPI_TOOLKIT_VENV": "none"}
+    env.pop("SMMPI_ISOLATION", None)
+    args = ["run", str(program), "-N", "2", "-n", "1", "--exact", "--instance-type", "ml.g5.xlarge"]
+    r = smmpi(args, env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert LEFT_OUT in r.stderr.splitlines()[:6]
+    seen = _seen(r.stdout)
+    assert [seen[k]["CUDA_VISIBLE_DEVICES"] for k in (0, 1)] == ["g0", "g1"]
+    assert {row["PMIX_MCA_gds"] for row in seen.values()} == {None}
