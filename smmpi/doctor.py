@@ -23,6 +23,7 @@ from smmpi import config
 from smmpi.aws.clients import resolve_region
 from smmpi.aws.clients import session as aws_session
 from smmpi.aws.errors import MISSING_BUCKET, error_code
+from smmpi.mpi_output import FailureScan
 from smmpi.runners.local.layout import MPI_PREFIXES
 from smmpi.runners.local.mpi import mpirun_path
 from smmpi.runners.local.translate import single_host_launcher
@@ -133,9 +134,16 @@ def _smoke_check(mpirun: str, launcher: tuple[str, str] | None, timeout: float) 
         argv += ["--oversubscribe", *single_host_launcher(int(launcher[1].split(".")[0]))]
     code, out = _run([*argv, sys.executable, "-c", _SMOKE], timeout)
     ok = code == 0 and out.count("smoke 2 1") == 2
+    if ok:
+        return Check("smoke", "ok", "2 ranks ran allreduce through mpirun")
+    scan = FailureScan()  # a known cause in Open MPI's own words: the runs' table names it
+    for line in out.splitlines():
+        scan.feed(line)
+    if scan.found:
+        known = scan.found[0]
+        return Check("smoke", "fail", f"2-rank run failed: {known.cause}", known.fix or _SMOKE_FIX)
     tail = out.splitlines()[-1] if out else f"exit code {code}"
-    detail = "2 ranks ran allreduce through mpirun" if ok else f"2-rank run failed: {tail}"
-    return Check("smoke", "ok" if ok else "fail", detail, _SMOKE_FIX)
+    return Check("smoke", "fail", f"2-rank run failed: {tail}", _SMOKE_FIX)
 
 
 def mpi_checks(smoke: bool = True, timeout: float = 60.0) -> list[Check]:

@@ -230,3 +230,24 @@ def test_without_ip_or_ssh_each_fix_names_its_cause(env: dict[str, str], tmp_pat
     )
     if "sshd not found" not in lines["exact"]:  # sshd comes first where it is missing
         assert lines["exact"].endswith("; fix: install iproute2 (apt-get install iproute2)")
+
+
+def test_a_smoke_run_that_fails_for_a_known_cause_names_it(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """An mpirun that ends as Open MPI 4.1 does without ssh or rsh: the runs' table of causes."""
+    fake = tmp_path / "fakebin" / "mpirun"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in --version) echo "mpirun (Open MPI) 4.1.8"; exit 0;; esac\n'
+        "echo 'The value of the MCA parameter \"plm_rsh_agent\" was set to a path' >&2\n"
+        "exit 243\n"
+    )
+    fake.chmod(0o755)
+    code, out, got = doctor([], {**env, "SMMPI_MPIRUN": str(fake)})
+    assert code == 1 and got["smoke"] == "fail"
+    assert (
+        "fail  smoke       2-rank run failed: Open MPI found no ssh or rsh to start its daemons "
+        "with; fix: install openssh-client (apt-get install openssh-client)"
+    ) in out.splitlines()
