@@ -90,6 +90,19 @@ PITFALLS: tuple[Pitfall, ...] = (
         stops=True,
     ),
     Pitfall(
+        "not-enough-slots",
+        re.compile(r"There are not enough slots available in the system"),
+        "Open MPI started every rank on the first host: an Open MPI launcher setting in the "
+        "job's environment (OMPI_MCA_plm=isolated, say) overrides the container's --host list",
+        "leave OMPI_MCA_plm and the other launcher settings out of the job's environment (--env)",
+    ),
+    Pitfall(
+        "no-rsh-agent",
+        re.compile(r'MCA parameter "plm_rsh_agent" was set to a path'),
+        "Open MPI found no ssh or rsh to start its daemons with",
+        "install openssh-client (apt-get install openssh-client)",
+    ),
+    Pitfall(
         "model-dir",
         re.compile(r"error: unrecognized arguments:.*--model_dir"),
         "the TensorFlow estimator (the default framework) adds --model_dir /opt/ml/model "

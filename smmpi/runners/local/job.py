@@ -19,6 +19,7 @@ describe-like record (``describe.json``) in the job's folder.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -47,6 +48,7 @@ from smmpi.runners.local.container_files import (
 from smmpi.runners.local.entry import check_request_entry
 from smmpi.runners.local.inputs import check_channels, copy_channel
 from smmpi.runners.local.layout import prepare_hosts
+from smmpi.runners.local.machine import start_notes
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import (
     STATUS_OF,
@@ -226,6 +228,8 @@ def _say_start(
         say(isolation.differs(why_not_hosts))
     if exact_mode:
         say(exact.first_line(shape.image))
+    for line in start_notes(shape, os.environ):
+        say(line)
 
 
 def _prepare(

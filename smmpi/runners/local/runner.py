@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import tempfile
@@ -16,6 +17,7 @@ from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.job import run_request
 from smmpi.runners.local.layout import prepare_hosts
+from smmpi.runners.local.machine import start_notes
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import LocalJob
 from smmpi.runners.local.room import check_room, size_of
@@ -102,6 +104,8 @@ def _run_in(
         say(isolation.differs(why_not_hosts))
     if options.exact:
         say(exact.first_line(shape.image))
+    for line in start_notes(shape, os.environ):
+        say(line)
     with isolation.watching_opt_ml(mode, say):
         return execute(
             shape,

@@ -39,7 +39,7 @@ from smmpi.runners.local.layout import (
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.output import Output, report_stacks
 from smmpi.runners.local.rank_records import read_ends
-from smmpi.runners.local.room import free_bytes, full_line, needed
+from smmpi.runners.local.room import free_bytes, full_line, needed, sessions_folder
 from smmpi.runners.local.tree import Supervisor, sigterm_interrupts
 from smmpi.runners.local.verdict import (
     EXIT_FAILED,
@@ -260,7 +260,9 @@ def execute(
     start, started = time.monotonic() - spent, time.time()
     proc = _start(how, run_dir, shape.world_size, stdin_closed, remove_on_death)
     supervisor = Supervisor(proc, stack_dir(run_dir), how.translate)
-    sessions = Path(how.env.get(SESSIONS) or run_dir) if mode == "processes" else run_dir
+    sessions = run_dir
+    if mode == "processes":
+        sessions = sessions_folder(how.env, shape.custom_mpi_options, run_dir)
     run = Run(shape, mode, supervisor.stack_dir, run_dir, started, None, sessions)
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = _supervise(supervisor, pumps, output, run, timeout, start)

@@ -49,6 +49,7 @@ from smmpi.runners.local.container_files import (
 )
 from smmpi.runners.local.inputs import check_channels, copy_channel
 from smmpi.runners.local.layout import prepare_hosts
+from smmpi.runners.local.machine import start_notes
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import STATUS_OF, LocalJob, finish, new_record, now, write_record
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
@@ -246,6 +247,8 @@ def _execute(
         f"process(es) = {shape.world_size} ranks ({shape.instance_type}, isolated hosts)"
     )
     say(FIRST_LINE)
+    for line in start_notes(shape, os.environ):
+        say(line)
     return execute(
         shape,
         folder / "hosts",

@@ -152,8 +152,10 @@ def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
         if first is not None:
             found = Blame(first, f"failed: {scan.reason(first)}")
     if found is None:
+        known = f" ({_pitfall_note(scan.found[0], run, scan)})" if scan.found else ""
         result.reason = _container_failure(run) or (
-            f"mpirun exited with code {run.code}" + path_hint(run.shape.environment, run.code)
+            f"mpirun exited with code {run.code}"
+            + (known or path_hint(run.shape.environment, run.code))
         )
         return
     phrase = _killed_everything(ends, found, run) or found.phrase
