@@ -21,7 +21,6 @@ TESTS = Path(__file__).parent
 MODULES = frozenset(
     {
         "aws/test_clients.py",
-        "aws/test_errors.py",
         "aws/test_facts.py",
         "aws/test_limits.py",
         "aws/test_netguard.py",
