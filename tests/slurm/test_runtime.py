@@ -23,10 +23,10 @@ class _Comm:
     def __init__(self, rank: int, size: int) -> None:
         self.rank, self.size = rank, size
 
-    def Get_rank(self) -> int:  # noqa: N802 (mpi4py's name)
+    def Get_rank(self) -> int:
         return self.rank
 
-    def Get_size(self) -> int:  # noqa: N802 (mpi4py's name)
+    def Get_size(self) -> int:
         return self.size
 
 
