@@ -102,7 +102,8 @@ def start_script(s: Shape, sbin: dict[str, str]) -> str:
     ]
     agent = q(s.path("agent"))
     for k in range(1, s.nodes + 1):
-        slurmd = f"exec {shlex.join([sbin['slurmd'], '-D', '-N', s.node(k), '-f', s.path('slurm.conf')])}"
+        argv = [sbin["slurmd"], "-D", "-N", s.node(k), "-f", s.path("slurm.conf")]
+        slurmd = f"exec {shlex.join(argv)}"
         lines.append(f'{agent} {s.node(k)} {q(slurmd)} & pids="$pids $!"')
     lines.append("wait")
     return "\n".join(lines) + "\n"
