@@ -8,8 +8,10 @@ instead. Each test that needs the cluster starts it through the real CLI, once.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +50,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     env = {**base_env(home), "SMMPI_SLURM_DIR": str(folder)}
     started = smmpi(["slurm", "up", "--nodes", "3", "--cpus", "2"], env, timeout=120)
     assert started.returncode == 0, started.stderr
+    config = Path(env["SMMPI_CONFIG"])
+    saved = json.loads(config.read_text())
+    saved["slurm_profiles"]["local"]["activate"] = sys.prefix  # the venv: python, mpi4py, MPI
+    config.write_text(json.dumps(saved))
     try:
         yield Cluster(folder, env, home)
     finally:

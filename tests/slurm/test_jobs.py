@@ -1,0 +1,99 @@
+"""Jobs on the real cluster through smmpi: submitted, followed, logged, cancelled, refused."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import smmpi
+from tests.slurm.cluster_helpers import Cluster
+
+pytestmark = pytest.mark.machine
+SLURM = ["--backend", "slurm", "--profile", "local"]
+
+SLEEPER = """
+import sys, time
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+print(f"rank {comm.Get_rank()} started", flush=True)
+time.sleep(600)
+"""
+
+
+def _job_ids(cluster: Cluster) -> list[str]:
+    done = cluster.command("squeue", "--noheader", "--format=%i")
+    return done.stdout.split()
+
+
+def test_demo_3x2_completes_with_a_log_per_rank(cluster: Cluster) -> None:
+    shape = ["submit", "demo", "--instances", "3", "--ppn", "2", *SLURM]
+    done = smmpi([*shape, "--job-name", "smmpi-demo-slurm"], cluster.env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    job_id = done.stdout.strip()
+    assert job_id.isdigit()
+    assert f"smmpi: job {job_id} COMPLETED on node[1-3]" in done.stderr.splitlines()
+    logs = sorted(p.name for p in (cluster.shared / "smmpi-demo-slurm" / "logs").iterdir())
+    assert logs == [f"rank-{r}-node{r // 2 + 1}.log" for r in range(6)]
+    status = smmpi(["status", job_id, *SLURM], cluster.env)
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.splitlines()[0] == f"job {job_id} (smmpi-demo-slurm): COMPLETED"
+    shown = smmpi(["logs", job_id, *SLURM], cluster.env)
+    assert shown.returncode == 0, shown.stderr
+    assert "[rank 0 node1] 0: Number of MPI processes that will talk to each other: 6" in (
+        shown.stdout
+    )
+    assert smmpi(["logs", job_id, *SLURM, "--rank", "6"], cluster.env).returncode == 2
+
+
+def test_a_job_cancelled_mid_run_is_cancelled(cluster: Cluster, tmp_path: Path) -> None:
+    program = tmp_path / "sleeper.py"
+    program.write_text(SLEEPER)
+    args = ["submit", str(program), "-N", "2", "--ppn", "1", *SLURM, "--no-wait"]
+    done = smmpi([*args, "--job-name", "smmpi-sleeper"], cluster.env)
+    assert done.returncode == 0, done.stderr
+    job_id = done.stdout.strip()
+    log = cluster.shared / "smmpi-sleeper" / "logs" / "rank-1-node2.log"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and "rank 1 started" not in _text(log):
+        time.sleep(0.1)
+    assert "rank 1 started" in _text(log)
+    stopped = smmpi(["stop", job_id, *SLURM], cluster.env)
+    assert (stopped.returncode, stopped.stdout) == (0, f"job {job_id} stopping; it was RUNNING\n")
+    assert cluster.wait_state(job_id, ("CANCELLED",)) == "CANCELLED"
+    followed = smmpi(["logs", job_id, *SLURM, "--follow", "--rank", "1"], cluster.env)
+    assert followed.returncode == 1
+    assert followed.stdout == "1: rank 1 started\n"
+    assert followed.stderr.startswith(f"smmpi: job {job_id} CANCELLED")
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--partition", "gpu"], "invalid partition: 'gpu'; allowed: debug"),
+        (["-N", "4"], "invalid instances: 4; allowed: at most 3 (the nodes of the default"),
+        (["--ppn", "3"], "invalid ppn: 3; allowed: at most 2 (the CPUs of a node of the default"),
+        (["--time", "00"], "invalid time: '00'; allowed: a SLURM time limit above zero"),
+    ],
+)
+def test_what_the_cluster_cannot_run_is_refused(
+    cluster: Cluster, args: list[str], line: str
+) -> None:
+    before = sorted(os.listdir(cluster.shared))
+    shape = ["-N", "1", "--ppn", "1"]
+    done = smmpi(
+        ["submit", "demo", *shape, *SLURM, *args, "--job-name", "smmpi-refused"], cluster.env
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"smmpi: {line}") and done.stderr.count("\n") == 1
+    assert sorted(os.listdir(cluster.shared)) == before
+    assert _job_ids(cluster) == []
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
