@@ -40,11 +40,13 @@ class Cluster:
     def shared(self) -> Path:
         return self.folder / "shared"
 
-    def command(self, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def command(
+        self, *argv: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """One of SLURM's commands, as a user runs it with the cluster's bin/ on PATH."""
         return subprocess.run(
             [str(self.folder / "bin" / argv[0]), *argv[1:]],
-            env=self.env,
+            env=env or self.env,
             cwd=cwd or self.shared,
             capture_output=True,
             text=True,
