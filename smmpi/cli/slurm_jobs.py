@@ -102,8 +102,11 @@ def _say_state(st: JobState) -> None:
 
 
 def _ended(st: JobState) -> int:
+    from smmpi.runners.slurm.verdict import failure_line
+
     if st.state != "COMPLETED":
-        click.echo(f"smmpi: job {st.job_id} {st.state}: exit code {st.exit_code}", err=True)
+        why = failure_line(st) or f"exit code {st.exit_code}"
+        click.echo(f"smmpi: job {st.job_id} {st.state}: {why}", err=True)
     return st.smmpi_exit
 
 
@@ -114,9 +117,13 @@ def status(job: str, flags: SlurmFlags, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({**vars(st), "exit": st.smmpi_exit}, sort_keys=True))
         return
+    from smmpi.runners.slurm.verdict import failure_line
+
     click.echo(f"job {st.job_id} ({st.name}): {st.state}")
     click.echo(f"nodes: {st.nodes or '-'}  exit code: {st.exit_code or '-'}")
     click.echo(f"folder: {st.work_dir}")
+    if st.ended and st.state != "COMPLETED":
+        click.echo(f"failure: {failure_line(st) or 'no rank is to blame'}")
 
 
 def stop(job: str, flags: SlurmFlags) -> None:

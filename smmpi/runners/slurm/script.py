@@ -32,6 +32,16 @@ _OPAL_PREFIX = (
 )
 
 
+#: Each rank records its own end (an exception, MPI_Abort, sys.exit) with smmpi's rank hook,
+#: staged in the job folder as ``site/sitecustomize.py``, as local runs do.
+SITE = "site"
+RECORDS = "records"
+_RECORDS = (
+    f'export SMMPI_STACK_DIR="$SMMPI_JOB_DIR/{RECORDS}"',
+    f'export PYTHONPATH="$SMMPI_JOB_DIR/{SITE}${{PYTHONPATH:+:$PYTHONPATH}}"',
+)
+
+
 @dataclass(frozen=True)
 class Batch:
     """Everything the script says: the job's shape and program, and the profile's lines."""
@@ -95,7 +105,9 @@ def launch_line(b: Batch) -> str:
     program = ["python", "-m", "mpi4py", b.program, *b.args]
     if b.launch == "srun":
         log = f"{b.job_dir}/{RANK_LOG}"
-        words = ["srun", "--mpi=pmix", "--label", f"--output={log}", *program]
+        # one failed rank ends the step, as mpirun ends the others
+        words = ["srun", "--mpi=pmix", "--label", "--kill-on-bad-exit=1", f"--output={log}"]
+        words += program
         return shlex.join(words)
     words = ["mpirun", "-np", str(b.world_size), "sh", "-c", _MPIRUN_RANK, "rank", *program]
     return shlex.join(words)
@@ -114,9 +126,9 @@ def render(b: Batch) -> str:
     if b.activate:
         activate = shlex.quote(f"{b.activate}/bin/activate")
         lines += [f". {activate}", _OPAL_PREFIX]
-    lines += [f"export SMMPI_JOB_DIR={job_dir}", *_env_lines(b.env)]
+    lines += [f"export SMMPI_JOB_DIR={job_dir}", *_env_lines(b.env), *_RECORDS]
     lines += [
-        'mkdir -p "$SMMPI_JOB_DIR/code" "$SMMPI_JOB_DIR/logs"',
+        'mkdir -p "$SMMPI_JOB_DIR/code" "$SMMPI_JOB_DIR/logs" "$SMMPI_STACK_DIR"',
         f'tar -xzf "$SMMPI_JOB_DIR/{PACKAGE}" -C "$SMMPI_JOB_DIR/code"',
         'cd "$SMMPI_JOB_DIR/code"',
         launch_line(b),

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smmpi.archives import pack
-from smmpi.bounded import create
+from smmpi.bounded import copy_regular, create
 from smmpi.errors import BadInput
+from smmpi.runners.local import rank_hook
 from smmpi.runners.slurm import commands, script
 from smmpi.runners.slurm.profile import Profile
 from smmpi.spec import MPIJob
@@ -103,6 +104,10 @@ def _stage(job: MPIJob, b: script.Batch, profile: Profile) -> Path:
         ) from None
     with create(folder / script.PACKAGE, "code package", 0o644) as f:
         f.write(pack(job.program.files()))
+    (folder / script.SITE).mkdir()
+    copy_regular(
+        rank_hook.__file__, folder / script.SITE / "sitecustomize.py", "rank hook", 1 << 20
+    )
     with create(folder / SCRIPT, "batch script", 0o644) as f:
         f.write(script.render(b).encode())
     return folder
