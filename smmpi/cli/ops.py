@@ -53,8 +53,12 @@ def status_cmd(job: str, region: str | None, as_json: bool, **backend: str | Non
     "--limit", type=AsciiInt("limit"), default=20, show_default=True, help="At most this many jobs."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-def jobs_cmd(region: str | None, limit: int, as_json: bool) -> None:
+@slurm_jobs.backend_options()
+def jobs_cmd(region: str | None, limit: int, as_json: bool, **backend: str | None) -> None:
     """List the training jobs smmpi submitted (tagged smmpi:managed=true), newest first."""
+    slurm = slurm_jobs.take(backend)
+    if slurm is not None:
+        return slurm_jobs.jobs(slurm, as_json)
     from smmpi.aws.clients import clients
     from smmpi.ops import listing
 
@@ -266,8 +270,12 @@ def _print_logs(
     help="Directory to extract into (default: ./JOB).",
 )
 @region_option
-def fetch_cmd(job: str, to: str | None, region: str | None) -> None:
+@slurm_jobs.backend_options()
+def fetch_cmd(job: str, to: str | None, region: str | None, **backend: str | None) -> None:
     """Download a job's model and output archives and extract them (DIR/model, DIR/output)."""
+    slurm = slurm_jobs.take(backend)
+    if slurm is not None:
+        return slurm_jobs.fetch(job, slurm, to)
     from smmpi.aws.clients import clients
     from smmpi.aws.facts import check_job_name
     from smmpi.ops import artifacts

@@ -145,3 +145,26 @@ def logs(job: str, flags: SlurmFlags, rank: int | None, follow: bool) -> None:
     st = operate.state(profile, job)
     for line in operate.log_lines(st.work_dir, rank):
         click.echo(printable(line))
+
+
+def jobs(flags: SlurmFlags, as_json: bool) -> None:
+    from smmpi.runners.slurm import operate
+
+    found = operate.jobs(flags.load())
+    if as_json:
+        click.echo(json.dumps([vars(j) for j in found]))
+        return
+    width = max([len("NAME"), *(len(j.name) for j in found)])
+    click.echo(f"{'JOB':<8}  {'NAME':<{width}}  {'STATE':<13}  NODES")
+    for j in found:
+        click.echo(f"{j.job_id:<8}  {j.name:<{width}}  {j.state:<13}  {j.nodes or '-'}")
+
+
+def fetch(job: str, flags: SlurmFlags, to: str | None) -> None:
+    from pathlib import Path
+
+    from smmpi.runners.slurm import operate
+
+    dest = Path(to or job)
+    copied = operate.fetch(flags.load(), job, dest)
+    click.echo(f"{len(copied)} file(s) in {dest} (logs, model, output)")

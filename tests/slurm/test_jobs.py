@@ -46,6 +46,14 @@ def test_demo_3x2_completes_with_a_log_per_rank(cluster: Cluster) -> None:
         shown.stdout
     )
     assert smmpi(["logs", job_id, *SLURM, "--rank", "6"], cluster.env).returncode == 2
+    listed = smmpi(["jobs", *SLURM], cluster.env)
+    assert f"{job_id:<8}  smmpi-demo-slurm" in listed.stdout, listed.stdout
+    fetched = smmpi(["fetch", job_id, *SLURM, "--to", str(cluster.home / "got")], cluster.env)
+    assert fetched.returncode == 0, fetched.stderr
+    got = sorted(p.name for p in (cluster.home / "got" / "logs").iterdir())
+    assert got == logs
+    again = smmpi(["fetch", job_id, *SLURM, "--to", str(cluster.home / "got")], cluster.env)
+    assert again.returncode == 2  # never over files already there
 
 
 def test_a_job_cancelled_mid_run_is_cancelled(cluster: Cluster, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from smmpi.bounded import open_regular, read_regular
+from smmpi.bounded import copy_regular, open_regular, read_regular
 from smmpi.errors import BadInput
 from smmpi.runners.slurm import commands
 from smmpi.runners.slurm.profile import Profile
@@ -74,16 +74,25 @@ def _from_scontrol(profile: Profile, job_id: str) -> JobState | None:
     )
 
 
-def _from_sacct(profile: Profile, job_id: str) -> JobState | None:
-    for extra in ([], ["-c"]):  # accounting, else the jobcomp file
-        answer = commands.run(profile, ["sacct", *extra, "-X", "-j", job_id, *_SACCT])
-        for line in answer.out.splitlines() if answer.code == 0 else []:
-            cells = line.split("|")
-            if len(cells) >= 5 and cells[0] == job_id:
-                work_dir = cells[5] if len(cells) > 5 else ""
+def _sacct(profile: Profile, *selection: str) -> list[JobState]:
+    """The jobs ``sacct`` knows: from accounting, else from the jobcomp file (``-c``)."""
+    for extra in ([], ["-c"]):
+        answer = commands.run(profile, ["sacct", *extra, "-X", *selection, *_SACCT])
+        if answer.code != 0:
+            continue
+        rows = []
+        for line in answer.out.splitlines():
+            cells = [*line.split("|"), ""][:6]
+            if cells[0].isdigit() and cells[2]:
                 nodes = "" if cells[4] in ("(null)", "None assigned") else cells[4]
-                return JobState(job_id, cells[1], cells[2].split()[0], cells[3], nodes, work_dir)
-    return None
+                state = cells[2].split()[0]  # "CANCELLED by 0"
+                rows.append(JobState(cells[0], cells[1], state, cells[3], nodes, cells[5]))
+        return rows
+    return []
+
+
+def _from_sacct(profile: Profile, job_id: str) -> JobState | None:
+    return next((j for j in _sacct(profile, "-j", job_id) if j.job_id == job_id), None)
 
 
 def state(profile: Profile, job_id: str) -> JobState:
@@ -169,3 +178,37 @@ def follow_logs(
         if current.ended:
             return current
         time.sleep(0.2)
+
+
+def jobs(profile: Profile) -> list[JobState]:
+    """The cluster's jobs: those in the queue, then those that ended (newest first)."""
+    found: dict[str, JobState] = {}
+    queue = commands.checked(profile, ["squeue", "--noheader", "--format=%i|%j|%T|%N|%Z"])
+    for line in queue.splitlines():
+        cells = line.split("|")
+        if len(cells) == 5:
+            found[cells[0]] = JobState(cells[0], cells[1], cells[2], "", cells[3], cells[4])
+    for ended in _sacct(profile):
+        found.setdefault(ended.job_id, ended)
+    return sorted(found.values(), key=lambda j: int(j.job_id), reverse=True)
+
+
+FETCHED = ("logs", "code/model", "code/output")
+
+
+def fetch(profile: Profile, job_id: str, dest: Path) -> list[Path]:
+    """Copy the job's logs, model and output folders (regular files only) to ``dest``."""
+    if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
+        raise BadInput("--to", str(dest), "a folder that does not exist yet, or an empty one")
+    st = state(profile, job_id)
+    copied: list[Path] = []
+    for part in FETCHED:
+        source = Path(st.work_dir) / part
+        for path in sorted(source.rglob("*")) if source.is_dir() else []:
+            if path.is_symlink() or not path.is_file():
+                continue
+            target = dest / part.removeprefix("code/") / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            copy_regular(path, target, "job file", LOG_MAX_BYTES, follow=False)
+            copied.append(target)
+    return copied
