@@ -13,9 +13,12 @@ from tests.slurm.cluster_helpers import MPIRUN
 
 PROBE = """
 import json
+from mpi4py import MPI
 from smmpi_runtime import runtime
 rt = runtime()
-print(json.dumps([rt.rank, rt.host, rt.local_rank, rt.local_size]), flush=True)
+every = MPI.COMM_WORLD.gather([rt.rank, rt.host, rt.local_rank, rt.local_size], root=0)
+if rt.rank == 0:
+    print(json.dumps(every), flush=True)
 """
 
 
@@ -57,5 +60,5 @@ def test_mpirun_inside_a_job_prefers_open_mpi_local_rank(tmp_path: Path) -> None
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    ranks = sorted(json.loads(line) for line in done.stdout.splitlines() if line.startswith("["))
+    ranks = json.loads(done.stdout.strip().splitlines()[-1])
     assert ranks == [[0, "node7", 0, 2], [1, "node7", 1, 2]]
