@@ -47,7 +47,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A cluster up for the session; down (and checked to leave nothing) at its end."""
     home = tmp_path_factory.mktemp("slurm-home")
     folder = Path(tempfile.mkdtemp(prefix="smmpi-sl-", dir="/tmp"))  # short: socket paths
-    env = {**base_env(home), "SMMPI_SLURM_DIR": str(folder)}
+    # the cluster goes with this session, however it ends
+    env = {**base_env(home), "SMMPI_SLURM_DIR": str(folder), "SMMPI_SLURM_OWNER": str(os.getpid())}
     started = smmpi(["slurm", "up", "--nodes", "3", "--cpus", "2"], env, timeout=120)
     assert started.returncode == 0, started.stderr
     config = Path(env["SMMPI_CONFIG"])

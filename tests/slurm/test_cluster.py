@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -85,3 +86,27 @@ def test_bad_shape_is_one_line_and_starts_nothing(
     assert done.stderr.strip() == f"smmpi: {line}"
     assert not folder.exists()
     assert daemons_left(folder) == [] and time.monotonic() - started < 60
+
+
+def test_a_cluster_stops_when_its_owner_ends(tmp_path: Path) -> None:
+    """With SMMPI_SLURM_OWNER, the cluster goes when that process goes (a killed test session
+    leaves no daemon); a value that is not a process id is one line and starts nothing."""
+    folder = Path(tempfile.mkdtemp(prefix="smmpi-sl-", dir="/tmp"))
+    owner = subprocess.Popen(["sleep", "600"])
+    env = {**base_env(tmp_path), "SMMPI_SLURM_DIR": str(folder)}
+    try:
+        bad = smmpi(["slurm", "up", "--nodes", "1"], {**env, "SMMPI_SLURM_OWNER": "me"})
+        assert bad.returncode == 2
+        assert bad.stderr.startswith("smmpi: invalid SMMPI_SLURM_OWNER: 'me'; allowed: a process")
+        assert os.listdir(folder) == []
+        env["SMMPI_SLURM_OWNER"] = str(owner.pid)
+        up = smmpi(["slurm", "up", "--nodes", "1", "--cpus", "1"], env)
+        assert up.returncode == 0, up.stderr
+        owner.kill()
+        owner.wait()
+        assert daemons_left(folder) == []
+        assert smmpi(["slurm", "status"], env).returncode == 1
+    finally:
+        owner.kill()
+        smmpi(["slurm", "down"], env)
+        shutil.rmtree(folder, ignore_errors=True)

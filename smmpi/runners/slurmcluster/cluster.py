@@ -24,7 +24,7 @@ from smmpi.bounded import create
 from smmpi.errors import BadInput, SmmpiError
 from smmpi.runners.hosts import launch
 from smmpi.runners.slurmcluster import layout
-from smmpi.runners.slurmcluster.keeper import STATE, shape_of
+from smmpi.runners.slurmcluster.keeper import OWNER, STATE, shape_of
 from smmpi.runners.slurmcluster.layout import Shape
 
 MARKER = ".smmpi-slurm"  # in a folder smmpi made for a cluster
@@ -67,6 +67,13 @@ def installed() -> dict[str, str]:
             )
         found[name] = path
     return found
+
+
+def check_owner() -> None:
+    """``SMMPI_SLURM_OWNER``, when set, is a process id (the cluster stops when it ends)."""
+    owner = os.environ.get(OWNER)
+    if owner is not None and not (owner.isdigit() and int(owner) > 0):
+        raise BadInput(OWNER, owner, "a process id: the cluster stops when that process ends")
 
 
 def check_shape(nodes: int, cpus: int) -> None:
@@ -197,6 +204,7 @@ def _wait_ready(shape: Shape, keeper: subprocess.Popen[bytes]) -> None:
 def up(nodes: int = 3, cpus: int = 2, where: Path | None = None) -> Status:
     """Start the cluster (or find it up with this shape); clear what a killed one left."""
     check_shape(nodes, cpus)
+    check_owner()
     tools = installed()
     where = where or folder()
     current = status(where)
