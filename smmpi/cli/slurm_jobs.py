@@ -117,13 +117,13 @@ def status(job: str, flags: SlurmFlags, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({**vars(st), "exit": st.smmpi_exit}, sort_keys=True))
         return
-    from smmpi.runners.slurm.verdict import failure_line
+    from smmpi.runners.slurm.verdict import BLAMED, failure_line
 
     click.echo(f"job {st.job_id} ({st.name}): {st.state}")
     click.echo(f"nodes: {st.nodes or '-'}  exit code: {st.exit_code or '-'}")
     click.echo(f"folder: {st.work_dir}")
-    if st.ended and st.state != "COMPLETED":
-        click.echo(f"failure: {failure_line(st) or 'no rank is to blame'}")
+    if st.state in BLAMED:
+        click.echo(f"failure: {failure_line(st) or 'no rank recorded a failure'}")
 
 
 def stop(job: str, flags: SlurmFlags) -> None:

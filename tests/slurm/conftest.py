@@ -42,9 +42,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(line)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A cluster up for the session; down (and checked to leave nothing) at its end."""
+    """A cluster up for this folder's tests; down once they have run."""
     home = tmp_path_factory.mktemp("slurm-home")
     folder = Path(tempfile.mkdtemp(prefix="smmpi-sl-", dir="/tmp"))  # short: socket paths
     # the cluster goes with this session, however it ends

@@ -74,7 +74,7 @@ def test_a_job_cancelled_mid_run_is_cancelled(cluster: Cluster, tmp_path: Path) 
     followed = smmpi(["logs", job_id, *SLURM, "--follow", "--rank", "1"], cluster.env)
     assert followed.returncode == 1
     assert followed.stdout == "1: rank 1 started\n"
-    assert followed.stderr.startswith(f"smmpi: job {job_id} CANCELLED")
+    assert followed.stderr.startswith(f"smmpi: job {job_id} CANCELLED: exit code")
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from smmpi.runners.local.exits import Ends
 from smmpi.runners.local.rank_records import RankEnd
 from smmpi.runners.slurm.operate import LOG_MAX_BYTES, JobState, rank_logs
 
+BLAMED = ("FAILED", "OUT_OF_MEMORY", "NODE_FAIL")
 _TASK_END = re.compile(r"^srun: error: (\S+): tasks? ([0-9,\-]+): (.+)$")
 _EXITED = re.compile(r"^Exited with exit code ([0-9]+)$")
 _SIGNALS = {signal.strsignal(s) or "": int(s) for s in signal.Signals}
@@ -62,8 +63,9 @@ def _job_output(st: JobState) -> str:
 
 
 def failure_line(st: JobState) -> str | None:
-    """``rank R (NODE) failed: ...`` for a job that failed; None when no rank is to blame."""
-    if not st.work_dir or st.state == "COMPLETED":
+    """``rank R (NODE) failed: ...`` for a job that failed; None when no rank is to blame (a job
+    cancelled or out of time was stopped from outside: its ranks were killed, none failed)."""
+    if not st.work_dir or st.state not in BLAMED:
         return None
     srun_ends, nodes = task_ends(_job_output(st))
     ends = Ends.read(Path(st.work_dir) / "records")
