@@ -105,3 +105,29 @@ def _text(path: Path) -> str:
         return path.read_text(errors="replace")
     except OSError:
         return ""
+
+
+SHOW_ENV = """
+import os
+from mpi4py import MPI
+names = ("AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "GREETING")
+print(MPI.COMM_WORLD.Get_rank(), [os.environ.get(n) for n in names], flush=True)
+"""
+
+
+def test_credentials_never_reach_the_job(cluster: Cluster, tmp_path: Path) -> None:
+    """sbatch hands its environment to the job, and slurmctld keeps it on disk: smmpi's
+    commands run without this shell's AWS credentials; other variables pass."""
+    program = tmp_path / "show_env.py"
+    program.write_text(SHOW_ENV)
+    env = {**cluster.env, "AWS_SECRET_ACCESS_KEY": "testing-secret", "GREETING": "hi"}
+    env["AWS_ACCESS_KEY_ID"] = "testing-key-id"
+    args = ["submit", str(program), "-N", "1", "--ppn", "1", *SLURM, "--job-name", "smmpi-env"]
+    done = smmpi(args, env)
+    assert done.returncode == 0, done.stderr
+    log = (cluster.shared / "smmpi-env" / "logs" / "rank-0-node1.log").read_text()
+    assert log == "0: 0 [None, None, 'hi']\n"
+    state = cluster.folder / "state"
+    for path in state.rglob("*"):
+        if path.is_file():
+            assert b"testing-secret" not in path.read_bytes(), path

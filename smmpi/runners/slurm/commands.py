@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from smmpi.errors import SmmpiError
 from smmpi.runners.slurm.profile import Profile
+from smmpi.spec.secrets import is_credential
 
 ANSWER_SECONDS = 60.0
 
@@ -46,7 +47,9 @@ def which(profile: Profile, name: str) -> str | None:
 
 
 def environment(profile: Profile) -> dict[str, str]:
-    env = dict(os.environ)
+    """This environment for SLURM's commands, less AWS credentials: sbatch hands its
+    environment to the job, and slurmctld keeps a job's environment on disk."""
+    env = {k: v for k, v in os.environ.items() if not is_credential(k)}
     if profile.conf:
         env["SLURM_CONF"] = profile.conf
     return env

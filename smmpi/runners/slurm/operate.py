@@ -148,7 +148,8 @@ def log_lines(job_dir: str, rank: int | None = None) -> Iterator[str]:
     for r, node, path in logs:
         if rank is not None and r != rank:
             continue
-        text = read_regular(path, "rank log", LOG_MAX_BYTES).decode(errors="replace")
+        data = read_regular(path, "rank log", LOG_MAX_BYTES, follow=False)
+        text = data.decode(errors="replace")
         for line in text.splitlines():
             yield line if rank is not None else f"[rank {r} {node}] {line}"
 

@@ -14,6 +14,8 @@ import re
 import signal
 from pathlib import Path
 
+from smmpi.bounded import read_regular
+from smmpi.errors import SmmpiError
 from smmpi.runners.local.exits import Ends
 from smmpi.runners.local.rank_records import RankEnd
 from smmpi.runners.slurm.operate import LOG_MAX_BYTES, JobState, rank_logs
@@ -56,9 +58,10 @@ def task_ends(output: str) -> tuple[dict[int, RankEnd], dict[int, str]]:
 def _job_output(st: JobState) -> str:
     path = Path(st.work_dir) / f"slurm-{st.job_id}.out"
     try:
-        with open(path, "rb") as f:
-            return f.read(LOG_MAX_BYTES).decode(errors="replace")
-    except OSError:
+        return read_regular(path, "job output", LOG_MAX_BYTES, follow=False).decode(
+            errors="replace"
+        )
+    except SmmpiError:
         return ""
 
 

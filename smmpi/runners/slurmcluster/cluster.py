@@ -157,7 +157,8 @@ def _lay_out(shape: Shape, tools: dict[str, str]) -> None:
 
 def _start_keeper(shape: Shape) -> subprocess.Popen[bytes]:
     """The keeper, in a session of its own: it outlives this command, as daemons do."""
-    log = os.open(shape.path("log", "cluster.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+    log = os.open(shape.path("log", "cluster.log"), flags, 0o644)
     try:
         keeper = subprocess.Popen(
             [sys.executable, "-m", "smmpi.runners.slurmcluster.keeper", str(shape.folder)],
