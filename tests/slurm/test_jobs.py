@@ -131,3 +131,15 @@ def test_credentials_never_reach_the_job(cluster: Cluster, tmp_path: Path) -> No
     for path in state.rglob("*"):
         if path.is_file():
             assert b"testing-secret" not in path.read_bytes(), path
+
+
+def test_python_api_submits_and_waits(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    from smmpi import api
+    from smmpi.spec import MPIJob
+
+    for name, value in cluster.env.items():
+        monkeypatch.setenv(name, value)
+    job = MPIJob("demo", instances=3, ppn=2, job_name="smmpi-demo-api")
+    final = api.submit_slurm(job, profile="local", wait=True)
+    assert (final.state, final.nodes, final.smmpi_exit) == ("COMPLETED", "node[1-3]", 0)
+    assert Path(final.work_dir) == cluster.shared / "smmpi-demo-api"
