@@ -143,3 +143,7 @@ def test_python_api_submits_and_waits(cluster: Cluster, monkeypatch: pytest.Monk
     final = api.submit_slurm(job, profile="local", wait=True)
     assert (final.state, final.nodes, final.smmpi_exit) == ("COMPLETED", "node[1-3]", 0)
     assert Path(final.work_dir) == cluster.shared / "smmpi-demo-api"
+    from smmpi.runners.slurm import operate, profile
+
+    # once the job has left slurmctld's memory (MinJobAge), the jobcomp file answers the same
+    assert operate.from_sacct(profile.load("local"), final.job_id) == final

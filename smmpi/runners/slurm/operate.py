@@ -91,14 +91,15 @@ def _sacct(profile: Profile, *selection: str) -> list[JobState]:
     return []
 
 
-def _from_sacct(profile: Profile, job_id: str) -> JobState | None:
+def from_sacct(profile: Profile, job_id: str) -> JobState | None:
+    """The job's end as ``sacct`` keeps it, once it has left slurmctld's memory."""
     return next((j for j in _sacct(profile, "-j", job_id) if j.job_id == job_id), None)
 
 
 def state(profile: Profile, job_id: str) -> JobState:
     """Where the job is now; a job SLURM does not know is bad input."""
     check_job_id(job_id)
-    found = _from_scontrol(profile, job_id) or _from_sacct(profile, job_id)
+    found = _from_scontrol(profile, job_id) or from_sacct(profile, job_id)
     if found is None:
         raise BadInput("JOB", job_id, "a job SLURM knows (squeue, scontrol, sacct)")
     return found
