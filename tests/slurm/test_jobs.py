@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import time
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import smmpi
+from tests.helpers import BIN, smmpi
 from tests.slurm.cluster_helpers import Cluster
 
 pytestmark = pytest.mark.machine
@@ -63,18 +63,25 @@ def test_a_job_cancelled_mid_run_is_cancelled(cluster: Cluster, tmp_path: Path) 
     done = smmpi([*args, "--job-name", "smmpi-sleeper"], cluster.env)
     assert done.returncode == 0, done.stderr
     job_id = done.stdout.strip()
-    log = cluster.shared / "smmpi-sleeper" / "logs" / "rank-1-node2.log"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and "rank 1 started" not in _text(log):
-        time.sleep(0.1)
-    assert "rank 1 started" in _text(log)
-    stopped = smmpi(["stop", job_id, *SLURM], cluster.env)
-    assert (stopped.returncode, stopped.stdout) == (0, f"job {job_id} stopping; it was RUNNING\n")
-    assert cluster.wait_state(job_id, ("CANCELLED",)) == "CANCELLED"
-    followed = smmpi(["logs", job_id, *SLURM, "--follow", "--rank", "1"], cluster.env)
-    assert followed.returncode == 1
-    assert followed.stdout == "1: rank 1 started\n"
-    assert followed.stderr.startswith(f"smmpi: job {job_id} CANCELLED: exit code")
+    # following rank 1's log while the job runs: its line comes as it is written
+    follow = ["logs", job_id, *SLURM, "--follow", "--rank", "1"]
+    with subprocess.Popen(
+        [str(BIN / "smmpi"), *follow],
+        env=cluster.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as following:
+        assert following.stdout is not None and following.stderr is not None
+        assert following.stdout.readline() == "1: rank 1 started\n"  # before any stop
+        assert cluster.state(job_id) == "RUNNING"
+        stopped = smmpi(["stop", job_id, *SLURM], cluster.env)
+        assert stopped.returncode == 0
+        assert stopped.stdout == f"job {job_id} stopping; it was RUNNING\n"
+        assert following.wait(timeout=120) == 1
+        assert following.stdout.read() == ""
+        assert following.stderr.read().startswith(f"smmpi: job {job_id} CANCELLED: exit code")
+    assert cluster.state(job_id) == "CANCELLED"
 
 
 @pytest.mark.parametrize(
