@@ -107,13 +107,6 @@ def test_what_the_cluster_cannot_run_is_refused(
     assert _job_ids(cluster) == []
 
 
-def _text(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
 SHOW_ENV = """
 import os
 from mpi4py import MPI
