@@ -19,7 +19,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo check test lint typecheck pytest test-fallback bench clean sshd
+.PHONY: demo check test lint typecheck pytest test-fallback bench clean sshd slurm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,20 @@ sshd:
 			--no-install-recommends openssh-server >/dev/null && \
 		echo "sshd: installed $$(/usr/sbin/sshd -V 2>&1 | head -1)"; \
 	else echo "sshd: install Debian's openssh-server as root (apt-get install openssh-server)"; \
+		exit 1; fi
+
+# `smmpi slurm up` and the SLURM tests (tests/slurm, run by `make test` wherever SLURM is
+# installed): Debian's SLURM 22.05, munge and PMIx, installed as root. Nothing is started or
+# configured on this machine; each cluster keeps its files in a folder of its own.
+SLURM_PACKAGES = slurmctld slurmd slurm-client munge libpmix-dev
+slurm:
+	@if [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/munged ] && \
+		[ -n "$$(ls /usr/lib/x86_64-linux-gnu/libpmix.so* /usr/lib/*/libpmix.so* 2>/dev/null)" ]; \
+		then echo "slurm: $$(/usr/sbin/slurmctld -V)"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			$(SLURM_PACKAGES) >/dev/null && echo "slurm: installed $$(/usr/sbin/slurmctld -V)"; \
+	else echo "slurm: install Debian's $(SLURM_PACKAGES) as root (apt-get install ...)"; \
 		exit 1; fi
 
 demo: $(VENV)/.installed

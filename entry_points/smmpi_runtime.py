@@ -87,6 +87,27 @@ def _processes_per_host(size: int, hosts: Sequence[str]) -> int:
     return max(1, -(-size // max(1, len(hosts))))
 
 
+def _int_env(names: Sequence[str], default: int) -> int:
+    """The first of ``names`` set to an integer, else ``default``."""
+    for name in names:
+        raw = os.environ.get(name, "")
+        if raw.strip().lstrip("-").isdigit():
+            return int(raw)
+    return default
+
+
+def _outside_sagemaker(rank: int, size: int) -> tuple[str, int, int]:
+    """Host, local rank and local size under plain ``mpirun`` or a SLURM job.
+
+    Under SLURM the node's name is ``SLURMD_NODENAME``; Open MPI's own local rank wins over
+    SLURM's, because under ``mpirun`` inside a job every rank has ``SLURM_LOCALID=0``.
+    """
+    host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+    local_rank = _int_env(("OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"), rank)
+    local_size = _int_env(("OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"), size)
+    return host, local_rank, local_size
+
+
 def runtime(comm: Any = None) -> Runtime:
     """Describe this rank. ``comm`` defaults to ``MPI.COMM_WORLD``."""
     if comm is None:
@@ -104,11 +125,9 @@ def runtime(comm: Any = None) -> Runtime:
         local_rank = rank - index * ppn
         local_size = min(ppn, size - index * ppn)
     else:
-        host = socket.gethostname()
+        host, local_rank, local_size = _outside_sagemaker(rank, size)
         hosts = [host]
         ppn = size
-        local_rank = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", rank))
-        local_size = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE", size))
     env = _json_env("SM_TRAINING_ENV", {})
     channels = {
         key[len("SM_CHANNEL_") :].lower(): value

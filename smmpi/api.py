@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from smmpi.runners.local.supervise import RunResult
     from smmpi.runners.plan import Plan
     from smmpi.runners.sagemaker.submit import Submission
+    from smmpi.runners.slurm.operate import JobState
 
 
 def options(
@@ -176,3 +177,20 @@ def request_defaults(job_name: str) -> tuple[str, str]:
             f"bucket (from {config.ENV_OF['bucket']} or {config.path()})", bucket, BUCKET_RULE
         )
     return region, f"s3://{bucket or BUCKET_PLACEHOLDER}/{code_key(job_name, new_upload_id())}"
+
+
+def submit_slurm(
+    job: MPIJob, *, profile: str | None = None, wait: bool = False, **overrides: str | None
+) -> JobState:
+    """``submit --backend slurm``: the job checked against the cluster of config profile
+    ``profile`` (``overrides``: partition, account, time), submitted with ``sbatch``; its
+    ``JobState`` (SLURM's state, job id, nodes, job folder), at its end with ``wait``."""
+    from smmpi.runners.slurm import operate
+    from smmpi.runners.slurm import profile as profiles
+    from smmpi.runners.slurm.submit import submit as sbatch
+
+    chosen = profiles.load(profile, **overrides)
+    done = sbatch(job, chosen)
+    if wait:
+        return operate.follow(chosen, done.job_id, lambda _state: None)
+    return operate.state(chosen, done.job_id)

@@ -7,7 +7,7 @@ commands.
 
 from __future__ import annotations
 
-from smmpi.cli import infra, local_jobs, ops
+from smmpi.cli import infra, local_jobs, ops, slurm
 from smmpi.cli.app import main
 from smmpi.cli.run import run_cmd
 from smmpi.cli.serve import serve_cmd
@@ -27,5 +27,6 @@ for _command in (
     infra.doctor_cmd,
     local_jobs.local_jobs_group,
     serve_cmd,
+    slurm.slurm_group,
 ):
     main.add_command(_command)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from smmpi.cli import slurm_jobs
 from smmpi.cli.options import AsciiInt, Seconds, region_option
 from smmpi.errors import BadInput
 
@@ -27,8 +28,12 @@ if TYPE_CHECKING:
 @click.argument("job")
 @region_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def status_cmd(job: str, region: str | None, as_json: bool) -> None:
+@slurm_jobs.backend_options()
+def status_cmd(job: str, region: str | None, as_json: bool, **backend: str | None) -> None:
     """Show a submitted job's state, size, times and artifacts."""
+    slurm = slurm_jobs.take(backend)
+    if slurm is not None:
+        return slurm_jobs.status(job, slurm, as_json)
     from smmpi.aws.clients import clients
     from smmpi.aws.facts import check_job_name
     from smmpi.ops import status
@@ -48,8 +53,12 @@ def status_cmd(job: str, region: str | None, as_json: bool) -> None:
     "--limit", type=AsciiInt("limit"), default=20, show_default=True, help="At most this many jobs."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-def jobs_cmd(region: str | None, limit: int, as_json: bool) -> None:
+@slurm_jobs.backend_options()
+def jobs_cmd(region: str | None, limit: int, as_json: bool, **backend: str | None) -> None:
     """List the training jobs smmpi submitted (tagged smmpi:managed=true), newest first."""
+    slurm = slurm_jobs.take(backend)
+    if slurm is not None:
+        return slurm_jobs.jobs(slurm, as_json)
     from smmpi.aws.clients import clients
     from smmpi.ops import listing
 
@@ -83,8 +92,12 @@ def jobs_cmd(region: str | None, limit: int, as_json: bool) -> None:
 @click.command("stop")
 @click.argument("job")
 @region_option
-def stop_cmd(job: str, region: str | None) -> None:
+@slurm_jobs.backend_options()
+def stop_cmd(job: str, region: str | None, **backend: str | None) -> None:
     """Stop a running job (a job that already ended is left alone)."""
+    slurm = slurm_jobs.take(backend)
+    if slurm is not None:
+        return slurm_jobs.stop(job, slurm)
     from smmpi.aws.clients import clients
     from smmpi.aws.facts import check_job_name
     from smmpi.ops import status
@@ -106,8 +119,15 @@ def stop_cmd(job: str, region: str | None) -> None:
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until the job ends.")
 @click.option("--interval", type=Seconds("--interval"), default=5.0, show_default=True, hidden=True)
 @region_option
+@slurm_jobs.backend_options()
 def logs_cmd(
-    job: str, rank: int | None, host: str | None, follow: bool, interval: float, region: str | None
+    job: str,
+    rank: int | None,
+    host: str | None,
+    follow: bool,
+    interval: float,
+    region: str | None,
+    **backend: str | None,
 ) -> None:
     """Print a job's output from CloudWatch, split by MPI rank.
 
@@ -115,6 +135,9 @@ def logs_cmd(
     header. With --follow, lines print as they arrive, prefixed by their rank,
     and the exit code is the job's (1 if it failed).
     """
+    slurm = slurm_jobs.take(backend)
+    if slurm is not None:
+        return slurm_jobs.logs(job, slurm, rank, follow)
     from smmpi.aws.clients import clients
     from smmpi.ops import status
 
@@ -247,8 +270,12 @@ def _print_logs(
     help="Directory to extract into (default: ./JOB).",
 )
 @region_option
-def fetch_cmd(job: str, to: str | None, region: str | None) -> None:
+@slurm_jobs.backend_options()
+def fetch_cmd(job: str, to: str | None, region: str | None, **backend: str | None) -> None:
     """Download a job's model and output archives and extract them (DIR/model, DIR/output)."""
+    slurm = slurm_jobs.take(backend)
+    if slurm is not None:
+        return slurm_jobs.fetch(job, slurm, to)
     from smmpi.aws.clients import clients
     from smmpi.aws.facts import check_job_name
     from smmpi.ops import artifacts

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from smmpi.cli import slurm_jobs
 from smmpi.cli.options import (
     local_run_options,
     pass_env_options,
@@ -139,6 +140,7 @@ def _echo_err(line: str) -> None:
     "With --local: pip-install the code's requirements.txt into the local job's folder.",
 )
 @pass_env_options()
+@slurm_jobs.backend_options(submit=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 def submit_cmd(
     entry: str,
@@ -178,8 +180,13 @@ def submit_cmd(
         raise BadInput("--isolation", isolation, "only with --local")
     if exact and not local:
         raise BadInput("--exact", True, "only with --local")
+    slurm = slurm_jobs.take(fields)
+    if slurm is not None and local:
+        raise BadInput("--local", True, "not with --backend slurm (try `smmpi slurm up`)")
     job = _job(entry, fields)
-    if local:
+    if slurm is not None:
+        slurm_jobs.submit(job, slurm, dry_run=dry_run, wait=wait, as_json=as_json)
+    elif local:
         passed = {"pass_env": list(pass_env), "with_credentials": with_credentials, "exact": exact}
         _run_here(job, timeout, log_dir, install_requirements, as_json, passed, isolation)
     elif dry_run:

@@ -293,6 +293,8 @@ def chain(here: str) -> None:
 if __name__ == "sitecustomize":
     arm(
         os.environ.get("SMMPI_STACK_DIR"),
-        os.environ.get("OMPI_COMM_WORLD_RANK") or os.environ.get("PMI_RANK"),
+        os.environ.get("OMPI_COMM_WORLD_RANK")
+        or os.environ.get("PMI_RANK")
+        or os.environ.get("PMIX_RANK"),  # srun --mpi=pmix
     )
     chain(os.path.dirname(os.path.abspath(__file__)))

@@ -1,0 +1,80 @@
+"""Which rank failed a SLURM job, on which node, and why: the words local runs use.
+
+Each rank records its own exception, ``MPI_Abort`` or ``sys.exit`` (the rank hook, in the
+job folder's ``records/``); srun says how each task ended in the job's output
+(``srun: error: node2: task 3: Exited with exit code 1``). The first failure is named by
+the local runner's table of causes (:class:`~smmpi.runners.local.exits.Ends`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import signal
+from pathlib import Path
+
+from smmpi.bounded import read_regular
+from smmpi.errors import SmmpiError
+from smmpi.runners.local.exits import Ends
+from smmpi.runners.local.rank_records import RankEnd
+from smmpi.runners.slurm.operate import LOG_MAX_BYTES, JobState, rank_logs
+
+BLAMED = ("FAILED", "OUT_OF_MEMORY", "NODE_FAIL")
+_TASK_END = re.compile(r"^srun: error: (\S+): tasks? ([0-9,\-]+): (.+)$")
+_EXITED = re.compile(r"^Exited with exit code ([0-9]+)$")
+_SIGNALS = {signal.strsignal(s) or "": int(s) for s in signal.Signals}
+
+
+def _ranks(spec: str) -> list[int]:
+    ranks: list[int] = []
+    for part in spec.split(","):
+        low, _, high = part.partition("-")
+        if low.isdigit() and (not high or high.isdigit()):
+            ranks += range(int(low), int(high or low) + 1)
+    return ranks
+
+
+def task_ends(output: str) -> tuple[dict[int, RankEnd], dict[int, str]]:
+    """Each task srun reported as failed, and its node, from the job's output."""
+    ends: dict[int, RankEnd] = {}
+    nodes: dict[int, str] = {}
+    for line in output.splitlines():
+        match = _TASK_END.match(line.strip())
+        if not match:
+            continue
+        node, spec, how = match.groups()
+        exited = _EXITED.match(how)
+        signo = _SIGNALS.get(how.removesuffix(" (core dumped)"))
+        if exited is None and signo is None:
+            continue
+        for rank in _ranks(spec):
+            code = int(exited.group(1)) if exited else None
+            ends[rank] = RankEnd(rank, code, signo, math.inf)  # when: unknown, after records
+            nodes[rank] = node
+    return ends, nodes
+
+
+def _job_output(st: JobState) -> str:
+    path = Path(st.work_dir) / f"slurm-{st.job_id}.out"
+    try:
+        return read_regular(path, "job output", LOG_MAX_BYTES, follow=False).decode(
+            errors="replace"
+        )
+    except SmmpiError:
+        return ""
+
+
+def failure_line(st: JobState) -> str | None:
+    """``rank R (NODE) failed: ...`` for a job that failed; None when no rank is to blame (a job
+    cancelled or out of time was stopped from outside: its ranks were killed, none failed)."""
+    if not st.work_dir or st.state not in BLAMED:
+        return None
+    srun_ends, nodes = task_ends(_job_output(st))
+    ends = Ends.read(Path(st.work_dir) / "records")
+    ends = dataclasses.replace(ends, ends={**srun_ends, **ends.ends})
+    blame = ends.blame()
+    if blame is None:
+        return None
+    node = {r: n for r, n, _ in rank_logs(st.work_dir)}.get(blame.rank) or nodes.get(blame.rank)
+    return f"rank {blame.rank} ({node or 'unknown node'}) {blame.phrase}"
