@@ -22,7 +22,7 @@ from pathlib import Path
 
 from smmpi.bounded import create
 from smmpi.errors import BadInput, SmmpiError
-from smmpi.runners.hosts import launch
+from smmpi.runners.hosts import availability, launch
 from smmpi.runners.slurmcluster import layout
 from smmpi.runners.slurmcluster.keeper import OWNER, STATE, shape_of
 from smmpi.runners.slurmcluster.layout import Shape
@@ -217,7 +217,7 @@ def up(nodes: int = 3, cpus: int = 2, where: Path | None = None) -> Status:
             f"{nodes}/{cpus}",
             f"the running cluster's {current.nodes}/{current.cpus} (smmpi slurm down first)",
         )
-    reason = launch.quick_reason()
+    reason = availability.quick_reason()
     if reason:
         raise ClusterError(f"the SLURM cluster needs isolated hosts: {reason}")
     _clear(where)
