@@ -46,5 +46,5 @@ def job_name(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 def nobody_smmpi() -> Iterator[str]:
-    """User 65534's own ``smmpi`` (the checkout and its venv may be root's only: tests/nobody.py)."""
+    """User 65534's own ``smmpi`` (the checkout and its venv may be root's only)."""
     yield from (str(venv / "bin" / "smmpi") for venv in nobody_venv())
