@@ -108,7 +108,6 @@ TOOLKIT_VALUES = {
     "PATH",
     "PYTHONPATH",
     "SM_MODULE_DIR",
-    "SM_NUM_CPUS",
     "SM_TRAINING_ENV",
 }
 
