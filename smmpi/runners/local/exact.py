@@ -60,6 +60,10 @@ def check(isolation_mode: str | None, instances: int, image: str = "") -> None:
     if reason:
         raise BadInput(FIELD, True, f"a machine where it can run ({reason})")
     toolkits.sources(image)  # a $SMMPI_TOOLKIT_VENV without the toolkit is refused here, too
+    missing = toolkits.missing_framework(toolkits.toolkit_of(image).framework)
+    if missing:
+        what, fix = missing
+        raise BadInput(FIELD, True, f"an image whose toolkit has what it needs: {what}; {fix}")
 
 
 def prepare(image: str, progress: Progress) -> None:
