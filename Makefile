@@ -19,7 +19,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint typecheck pytest test-fallback bench clean sshd
+.PHONY: demo check test lint typecheck pytest test-fallback bench clean sshd
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,14 +71,22 @@ sshd:
 demo: $(VENV)/.installed
 	$(BIN)/smmpi submit demo --instances 3 --ppn 2 --local
 
-lint: $(VENV)/.installed-dev $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
+# The fast tier: lint, types, the layers' contracts and every test that starts no mpirun and no
+# server (tests/check_tier.py), in about a minute; `make test` runs it first and stops at its
+# first failure.
+check: $(VENV)/.installed-dev
 	$(BIN)/ruff check smmpi entry_points tests benchmarks
 	$(BIN)/ruff format --check smmpi entry_points tests benchmarks
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_TEST_TIER=check $(BIN)/pytest -q -x -p no:xdist \
+		-p no:cacheprovider
+
+lint: $(VENV)/.installed-dev $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 	$(BIN)/cfn-lint --include-checks I -- infra/smmpi.yaml
 	# --skip-download: no call to the vendor's platform; skips need a comment in the template
 	$(CHECKOV_VENV)/bin/checkov --directory infra --framework cloudformation --compact --quiet \
 		--skip-download
-	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
@@ -104,7 +112,7 @@ test-fallback: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes \
 		SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" $(BIN)/pytest -q -p no:cacheprovider
 
-test: lint typecheck pytest
+test: check lint pytest
 
 bench: $(VENV)/.installed-dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run_all.py

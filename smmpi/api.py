@@ -150,7 +150,7 @@ def run_entry(
     MPIJob's fields of those names (``K=V`` strings or a mapping).
     """
     program = resolve(entry, source_dir)
-    instance_type = instance_type or DEFAULT_INSTANCE_TYPE
+    instance_type = DEFAULT_INSTANCE_TYPE if instance_type is None else instance_type
     chosen = Framework(framework, framework_version, py_version)
     choices = Choices(hyperparameters, env, mpi_options)
     shape = shape_from_program(

@@ -151,6 +151,33 @@ def create(path: str | os.PathLike[str], field: str, mode: int = 0o600) -> Binar
         raise
 
 
+#: Linux's longest path (PATH_MAX, less its NUL) and longest name in one (NAME_MAX), in bytes.
+PATH_MAX_BYTES = 4095
+NAME_MAX_BYTES = 255
+
+
+def lookup(field: str, path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` exists. A path the system cannot look up is one line naming ``field``:
+    one over Linux's limits (named, before any lookup), or any other error of the lookup."""
+    text = os.fspath(path)
+    raw = os.fsencode(text)
+    if len(raw) > PATH_MAX_BYTES or max(map(len, raw.split(b"/"))) > NAME_MAX_BYTES:
+        shown = text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+        raise BadInput(
+            field,
+            shown,
+            f"a path of at most {PATH_MAX_BYTES} bytes, each name in it at most "
+            f"{NAME_MAX_BYTES} bytes (the system's limits)",
+        )
+    try:
+        os.stat(text)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as err:  # a link loop, a folder it may not search...
+        raise BadInput(field, text, f"a path smmpi can look up ({err.strerror})") from None
+    return True
+
+
 def existing_problem(path: str | os.PathLike[str]) -> str | None:
     """Why smmpi would refuse to write ``path`` (a link, a FIFO, a hard link...), or None."""
     try:
@@ -177,12 +204,46 @@ def ascii_int(text: str) -> int | None:
     return int(stripped)
 
 
+#: The kernel's own file systems: their files claim sizes they do not have, and hold this
+#: machine's state (``/proc/self/environ`` is smmpi's own environment, credentials included).
+KERNEL_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def kernel_root(path: str | os.PathLike[str]) -> str | None:
+    """The kernel file system ``path`` (through any link) is part of, or None."""
+    real = os.path.realpath(path)
+    try:
+        device: int | None = os.stat(real).st_dev
+    except OSError:
+        device = None
+    for root in KERNEL_ROOTS:
+        if real == root or real.startswith(root + "/") or device == _device(root):
+            return root
+    return None
+
+
+def _device(path: str) -> int | None:
+    try:
+        return os.stat(path).st_dev
+    except OSError:
+        return None
+
+
+def check_not_kernel(path: str | os.PathLike[str], field: str) -> None:
+    """:class:`FileRefused` for a file or folder of :data:`KERNEL_ROOTS` (through a link too)."""
+    root = kernel_root(path)
+    if root is not None:
+        raise FileRefused(field, path, f"it is in {root}, the kernel's files, not data")
+
+
 def regular_tree(root: Path, field: str, cap: int) -> list[tuple[Path, str]]:
     """Every file under ``root`` (or ``root`` itself, a file) as ``(path, relative name)``:
     each a regular file (a link to one counts as one), at most ``cap`` bytes in all.
 
-    A FIFO, socket, device, a link that leads nowhere or to a folder is one line.
+    A FIFO, socket, device, a link that leads nowhere or to a folder, and anything of
+    ``/proc``, ``/sys`` or ``/dev`` (:data:`KERNEL_ROOTS`) is one line.
     """
+    check_not_kernel(root, field)
     st = _stat(root, field)
     if not stat.S_ISDIR(st.st_mode):
         check_regular(st, field, root, cap)
@@ -195,6 +256,7 @@ def regular_tree(root: Path, field: str, cap: int) -> list[tuple[Path, str]]:
                 raise FileRefused(field, os.path.join(folder, name), "a link to a folder")
         for name in sorted(files):
             path = Path(folder, name)
+            check_not_kernel(path, field)
             st = _stat(path, field)
             check_regular(st, field, path, cap)
             total += st.st_size

@@ -21,7 +21,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from smmpi.bounded import CODE_MAX_BYTES, copy_regular, human, kind, open_regular
+from smmpi.bounded import (
+    CODE_MAX_BYTES,
+    copy_regular,
+    human,
+    kernel_root,
+    kind,
+    lookup,
+    open_regular,
+)
 from smmpi.errors import BadInput
 
 RUNTIME_MODULE = "smmpi_runtime.py"
@@ -199,13 +207,19 @@ def _ships(path: Path, rel: Path) -> bool:
         st = path.stat()
     except OSError:
         return False  # a link that leads nowhere (an editor's lock file, say): no content
-    if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
-        return stat.S_ISREG(st.st_mode)
-    raise BadInput(
-        "source_dir",
-        rel.as_posix(),
-        f"regular files and folders only (this is {kind(st.st_mode)}: move it out of the folder)",
-    )
+    if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+        raise BadInput(
+            "source_dir",
+            rel.as_posix(),
+            "regular files and folders only "
+            f"(this is {kind(st.st_mode)}: move it out of the folder)",
+        )
+    root = kernel_root(path)
+    if root is not None:  # /proc/self/environ is smmpi's environment, AWS keys and all
+        raise BadInput(
+            "source_dir", rel.as_posix(), f"files of your own (this is in {root}, the kernel's)"
+        )
+    return stat.S_ISREG(st.st_mode)
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -244,9 +258,11 @@ def resolve(entry: str, source_dir: str | Path | None = None) -> Program:
         raise BadInput("entry", entry, "a packaged entry point name or a path to a .py file")
     if not entry:
         raise BadInput("ENTRY", entry, "a packaged entry point name or a path to a .py file")
-    if source_dir is not None and not isinstance(source_dir, (str, os.PathLike)):
+    if source_dir is not None and (
+        not isinstance(source_dir, (str, os.PathLike)) or not os.fspath(source_dir)
+    ):  # "" would be the current folder
         raise BadInput("source_dir", source_dir, "a path to an existing directory")
-    looks_like_path = entry.endswith(".py") or "/" in entry or Path(entry).exists()
+    looks_like_path = entry.endswith(".py") or "/" in entry or lookup("ENTRY", entry)
     if not looks_like_path:
         names = {ep.name: ep for ep in packaged()}
         if entry not in names:
@@ -256,7 +272,7 @@ def resolve(entry: str, source_dir: str | Path | None = None) -> Program:
         ep = names[entry]
         return Program(ep.name, ep.path.name, ep.path.parent, packaged=True)
     path = Path(entry).expanduser()
-    if not path.exists():
+    if not lookup("ENTRY", path):
         raise BadInput("ENTRY", entry, "an existing .py file (no such file)")
     if path.is_dir() or path.suffix != ".py":
         raise BadInput("ENTRY", entry, "a Python file ending in .py")
@@ -265,7 +281,7 @@ def resolve(entry: str, source_dir: str | Path | None = None) -> Program:
     path = path.resolve()
     if source_dir is not None:
         src = Path(source_dir).expanduser()
-        if not src.is_dir():
+        if not lookup("source_dir", src) or not src.is_dir():
             raise BadInput("source_dir", str(source_dir), "an existing directory")
         src = src.resolve()
         try:

@@ -22,8 +22,11 @@ from typing import Any
 from smmpi import config
 from smmpi.aws.clients import resolve_region
 from smmpi.aws.clients import session as aws_session
-from smmpi.aws.errors import MISSING_BUCKET, error_code
+from smmpi.aws.errors import MISSING_BUCKET, error_code, redact
+from smmpi.mpi_output import FailureScan
+from smmpi.runners.local.layout import MPI_PREFIXES
 from smmpi.runners.local.mpi import mpirun_path
+from smmpi.runners.local.translate import single_host_launcher
 
 _SMOKE = (
     "from mpi4py import MPI; c = MPI.COMM_WORLD; "
@@ -67,10 +70,11 @@ def parse_mpi_version(text: str) -> tuple[str, str] | None:
 
 
 def _mpi_env() -> dict[str, str]:
-    env = dict(os.environ)
+    """This shell's environment as a run's mpirun gets it: without its Open MPI settings
+    (runs leave them out: a container has none), with root's leave to run Open MPI."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_PREFIXES)}
     if hasattr(os, "geteuid") and os.geteuid() == 0:
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     return env
 
 
@@ -97,8 +101,8 @@ _MPI4PY_FIX = (
     "(pip install --force-reinstall --no-binary mpi4py mpi4py)"
 )
 _SMOKE_FIX = (
-    "run `smmpi doctor` as a non-root user or export OMPI_ALLOW_RUN_AS_ROOT=1 "
-    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; check that mpirun and mpi4py match"
+    "`smmpi run demo -N 1 -n 2 --isolation processes` shows the whole output "
+    "(a loaded machine: run doctor again)"
 )
 
 
@@ -126,13 +130,20 @@ def _mpi4py_check(launcher: tuple[str, str] | None, label: str) -> tuple[Check, 
 def _smoke_check(mpirun: str, launcher: tuple[str, str] | None, timeout: float) -> Check:
     """Two ranks run an allreduce through this mpirun."""
     argv = [mpirun, "-np", "2"]
-    if launcher is not None and launcher[0] == "Open MPI":
-        argv.append("--oversubscribe")
+    if launcher is not None and launcher[0] == "Open MPI":  # as processes mode runs it
+        argv += ["--oversubscribe", *single_host_launcher(int(launcher[1].split(".")[0]))]
     code, out = _run([*argv, sys.executable, "-c", _SMOKE], timeout)
     ok = code == 0 and out.count("smoke 2 1") == 2
+    if ok:
+        return Check("smoke", "ok", "2 ranks ran allreduce through mpirun")
+    scan = FailureScan()  # a known cause in Open MPI's own words: the runs' table names it
+    for line in out.splitlines():
+        scan.feed(line)
+    if scan.found:
+        known = scan.found[0]
+        return Check("smoke", "fail", f"2-rank run failed: {known.cause}", known.fix or _SMOKE_FIX)
     tail = out.splitlines()[-1] if out else f"exit code {code}"
-    detail = "2 ranks ran allreduce through mpirun" if ok else f"2-rank run failed: {tail}"
-    return Check("smoke", "ok" if ok else "fail", detail, _SMOKE_FIX)
+    return Check("smoke", "fail", f"2-rank run failed: {tail}", _SMOKE_FIX)
 
 
 def mpi_checks(smoke: bool = True, timeout: float = 60.0) -> list[Check]:
@@ -157,7 +168,7 @@ def mpi_checks(smoke: bool = True, timeout: float = 60.0) -> list[Check]:
 def _identity(session: Any, quick: Any, usable: bool) -> Check:
     """The endpoint answers STS with an account (only once credentials and region exist)."""
     endpoint = os.environ.get("AWS_ENDPOINT_URL")
-    where = f"{endpoint} (AWS_ENDPOINT_URL)" if endpoint else "AWS public endpoints"
+    where = f"{redact(endpoint)} (AWS_ENDPOINT_URL)" if endpoint else "AWS public endpoints"
     if not usable:
         return Check(
             "endpoint", "warn", f"{where}; not contacted", "fix the credentials and region first"
@@ -165,9 +176,20 @@ def _identity(session: Any, quick: Any, usable: bool) -> Check:
     try:
         ident = session.client("sts", config=quick).get_caller_identity()
     except Exception as err:  # any failure here is the user's to see, in one line
-        fix = "refresh the credentials or check AWS_ENDPOINT_URL"
-        return Check("endpoint", "fail", f"{where}: {error_code(err)}", fix)
+        return Check("endpoint", "fail", f"{where}: {error_code(err)}", _endpoint_fix(err, where))
     return Check("endpoint", "ok", f"{where}; account {ident['Account']}")
+
+
+def _endpoint_fix(err: Exception, where: str) -> str:
+    """Nothing answered (the address, the network), or the answer refused the credentials."""
+    from botocore.exceptions import ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as NoConnection
+
+    if isinstance(err, (NoConnection, HTTPClientError)):
+        return f"check that {where} is reachable from here (the address, the network, a proxy)"
+    if isinstance(err, ClientError):
+        return "refresh the credentials (`aws sso login`, or new keys), or use another profile"
+    return "refresh the credentials or check AWS_ENDPOINT_URL"
 
 
 def aws_checks(region: str | None = None) -> list[Check]:
@@ -251,11 +273,11 @@ def _bucket_check(session: Any, quick: Any) -> Check:
 
 def isolation_check() -> Check:
     """Whether local runs can make each instance a host of its own, and why not."""
-    from smmpi.runners.hosts.launch import needs_user_namespace, unavailable_reason
-    from smmpi.runners.local.modes import open_mpi_4_reason
+    from smmpi.runners.hosts.launch import needs_user_namespace
+    from smmpi.runners.local.modes import hosts_unavailable
 
-    reason = open_mpi_4_reason() or unavailable_reason()
-    if reason is None:
+    found = hosts_unavailable(probe=True)
+    if found is None:
         how = "user namespaces" if needs_user_namespace() else "root"
         return Check(
             "isolation",
@@ -265,25 +287,19 @@ def isolation_check() -> Check:
     return Check(
         "isolation",
         "warn",
-        f"isolated hosts unavailable: {reason}; local runs use processes mode",
-        "run as root, or allow unprivileged user namespaces "
-        "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)",
+        f"isolated hosts unavailable: {found[0]}; local runs use processes mode",
+        found[1],
     )
 
 
 def exact_check() -> Check:
     """Whether ``--exact`` (a real sshd in every isolated instance) can run here."""
-    from smmpi.runners.local.exact import unavailable_reason
+    from smmpi.runners.local.exact import unavailable
 
-    reason = unavailable_reason()
-    if reason is None:
+    found = unavailable(probe=True)
+    if found is None:
         return Check("exact", "ok", "--exact: a real sshd on port 22 of every isolated instance")
-    return Check(
-        "exact",
-        "warn",
-        f"--exact unavailable: {reason}",
-        "as root, with isolated hosts: `make sshd` (apt-get install openssh-server)",
-    )
+    return Check("exact", "warn", f"--exact unavailable: {found[0]}", found[1])
 
 
 def toolkit_checks() -> list[Check]:

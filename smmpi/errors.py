@@ -23,3 +23,9 @@ class MPINotFound(SmmpiError):
     """No usable mpirun or mpi4py (exit code 2: nothing ran)."""
 
     exit_code = 2
+
+
+class TimedOut(SmmpiError):
+    """The run's ``--timeout`` ended before the work it bounds (exit code 124)."""
+
+    exit_code = 124

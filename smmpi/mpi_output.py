@@ -1,12 +1,7 @@
 """Tagged MPI output: rebuild each rank's lines from ``[1,r]<stdout>:`` output, find who failed.
 
 One parser for local runs and for SageMaker's CloudWatch streams
-(:class:`LineAssembler`, :class:`FailureScan`). Open MPI 4.1 (SageMaker's
-containers, and smmpi's own) writes ``[1,3]<stdout>:text``, and the text is
-returned exactly as the rank wrote it, leading spaces included. Open MPI 5
-writes ``[1,3]<stdout>: text``: its lines keep that one extra space. SageMaker's log
-since toolkit 4.0.0 (and smmpi's local output) has the toolkit's rewritten tags,
-``[1,mpirank:3,algo-2]<stdout>:text``, which name the rank's host too.
+(:class:`LineAssembler`, from :mod:`smmpi.mpi_lines`, and :class:`FailureScan`).
 """
 
 from __future__ import annotations
@@ -15,6 +10,18 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from smmpi.mpi_lines import LineAssembler, Tagged, is_tagged, split_tags
+
+__all__ = [
+    "FailureScan",
+    "LineAssembler",
+    "Pitfall",
+    "Tagged",
+    "is_tagged",
+    "printable",
+    "split_tags",
+]
 
 _ABORT_RE = re.compile(r"MPI_ABORT was invoked on rank (?P<rank>\d+) in communicator")
 _ERRORCODE_RE = re.compile(r"^\s*(?:Errorcode: |with errorcode )(?P<code>-?\d+)")  # OMPI 5, 4
@@ -30,83 +37,6 @@ _EXC_RE = re.compile(
     r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)?)"
     r"(?::\s?(?P<msg>.*))?$"
 )
-
-
-@dataclass(frozen=True)
-class Tagged:
-    rank: int
-    stream: str  # "stdout" | "stderr" | "stddiag"
-    text: str
-    host: str | None = None  # the tag's host (``[1,mpirank:R,algo-K]``), if it names one
-
-
-_ANY_TAG_RE = re.compile(
-    r"\[(?P<job>\d+),(?:mpirank:)?(?P<rank>\d+)(?:,(?P<host>[\w.-]+))?\]"
-    r"<(?P<stream>stdout|stderr|stddiag)>:"
-)
-
-
-def is_tagged(line: str) -> bool:
-    """True for a line a rank wrote (it starts with a tag), False for mpirun's own."""
-    return _ANY_TAG_RE.match(line) is not None
-
-
-def split_tags(line: str) -> list[Tagged]:
-    """Every tagged piece of one physical line, each with its own rank.
-
-    Ranks that print without a newline share a line with other ranks (seed 004:
-    ``[1,3]<stdout>:Data at rank 3 [1,2]<stdout>:Data at rank 2 [1,2]<stdout>:[0 1 …]``).
-    Each piece keeps its own rank, so rank 2's words stay with rank 2. Untagged
-    text before the first tag is dropped; [] for untagged lines.
-    """
-    line = line.rstrip("\r\n")
-    matches = list(_ANY_TAG_RE.finditer(line))
-    if not matches or matches[0].start() != 0:
-        return []
-    pieces = []
-    for i, m in enumerate(matches):
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
-        text = line[m.end() : end]
-        pieces.append(Tagged(int(m["rank"]), m["stream"], text, m["host"]))
-    return pieces
-
-
-class LineAssembler:
-    """Rebuild each rank's own lines from physical lines where ranks interleave.
-
-    Open MPI tags every chunk a rank writes, and a newline ends only the last
-    chunk of a physical line; the earlier chunks are the starts of lines their
-    ranks finish later. Feeding seed 004's lines yields ``Data at rank 2 [0 1 …]``
-    for rank 2 and, one line later, ``Data at rank 3 [0 1 …]`` for rank 3.
-    Use one assembler per stream (per host's log) and ``flush`` at its end.
-    """
-
-    def __init__(self) -> None:
-        self._pending: dict[tuple[int, str], str] = {}
-        self._hosts: dict[int, str | None] = {}
-
-    def feed(self, line: str) -> list[Tagged]:
-        """Complete lines this physical line finishes ([] for untagged lines)."""
-        pieces = split_tags(line)
-        done: list[Tagged] = []
-        for i, piece in enumerate(pieces):
-            key = (piece.rank, piece.stream)
-            text = self._pending.pop(key, "") + piece.text
-            self._hosts[piece.rank] = piece.host or self._hosts.get(piece.rank)
-            if i == len(pieces) - 1:
-                done.append(Tagged(piece.rank, piece.stream, text, self._hosts[piece.rank]))
-            else:
-                self._pending[key] = text
-        return done
-
-    def flush(self) -> list[Tagged]:
-        """Text still waiting for its newline (a rank that ended mid-line)."""
-        rest = [
-            Tagged(rank, stream, text, self._hosts.get(rank))
-            for (rank, stream), text in self._pending.items()
-        ]
-        self._pending.clear()
-        return rest
 
 
 @dataclass(frozen=True)
@@ -158,6 +88,19 @@ PITFALLS: tuple[Pitfall, ...] = (
         "Open MPI could not create its session files: their folder is too small or full",
         "set TMPDIR to a folder with more room",
         stops=True,
+    ),
+    Pitfall(
+        "not-enough-slots",
+        re.compile(r"There are not enough slots available in the system"),
+        "Open MPI started every rank on the first host: an Open MPI launcher setting in the "
+        "job's environment (OMPI_MCA_plm=isolated, say) overrides the container's --host list",
+        "leave OMPI_MCA_plm and the other launcher settings out of the job's environment (--env)",
+    ),
+    Pitfall(
+        "no-rsh-agent",
+        re.compile(r'MCA parameter "plm_rsh_agent" was set to a path'),
+        "Open MPI found no ssh or rsh to start its daemons with",
+        "install openssh-client (apt-get install openssh-client)",
     ),
     Pitfall(
         "model-dir",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.check_tier import CHECK_TIER, in_check_tier, refuse_mpirun_and_servers
 from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
 from tests.runners.hosts.footprint import track_own_processes, tracked, untrack_own_processes
 
@@ -28,12 +29,20 @@ if _WORKER:
     os.environ["TMPDIR"] = str(_OWN_TMP)
     tempfile.tempdir = None
 
+#: `make check`'s tier (SMMPI_TEST_TIER=check, `tests/check_tier.py`): the modules whose tests
+#: start no mpirun and no server (unit, golden, request building); a guard holds them to it.
+if CHECK_TIER:
+    refuse_mpirun_and_servers()
+
 # Every process this session starts is born in its cgroup: the namespaces its tests' runs leave
 # are told from those of the tests beside it (tests/runners/hosts/footprint.py)
-track_own_processes(f"smmpi-tests-{os.getpid()}")
+if not CHECK_TIER:
+    track_own_processes(f"smmpi-tests-{os.getpid()}")
 
 
 def pytest_sessionfinish() -> None:
+    if stubs := os.environ.get("SMMPI_CHECK_TIER_STUBS"):
+        shutil.rmtree(stubs, ignore_errors=True)
     if _WORKER:
         shutil.rmtree(_OWN_TMP, ignore_errors=True)
     untrack_own_processes()
@@ -71,6 +80,13 @@ SIDE_BY_SIDE = (
 SIDE_BY_SIDE_TRACKED = ("faults", "runners/hosts")
 
 
+def pytest_ignore_collect(collection_path: Path) -> bool | None:
+    """Under `make check`, only its tier's modules are collected."""
+    if CHECK_TIER and collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        return not in_check_tier(collection_path)
+    return None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     folders = SIDE_BY_SIDE + (SIDE_BY_SIDE_TRACKED if tracked() else ())
@@ -80,6 +96,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.side_by_side)
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``, as `make test`'s processes-mode pass asks (it holds the failure suite's
     test_runtime_faults.py): four workers where this session's processes are told from the

@@ -35,6 +35,18 @@ DEMO_FILES = [
 ]
 
 
+def path_without(folder: Path, *names: str) -> str:
+    """A PATH of the venv's bin/ and ``folder``, which links to every program of this
+    machine's bin and sbin folders but ``names`` (as on a machine without them)."""
+    folder.mkdir()
+    for place in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"):
+        for program in sorted(Path(place).iterdir()) if Path(place).is_dir() else []:
+            link = folder / program.name
+            if program.name not in names and not link.is_symlink():
+                link.symlink_to(program)
+    return f"{BIN}{os.pathsep}{folder}"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -59,6 +71,8 @@ def base_env(tmp_path: Path) -> dict[str, str]:
         AWS_EC2_METADATA_DISABLED="true",
         PYTHONUNBUFFERED="1",
     )
+    if stubs := os.environ.get("SMMPI_CHECK_TIER_STUBS"):  # `make check`: tests/check_tier.py
+        env.update(PATH=f"{stubs}{os.pathsep}{env['PATH']}", SMMPI_MPIRUN=f"{stubs}/mpirun")
     (tmp_path / "home").mkdir(exist_ok=True)
     return env
 

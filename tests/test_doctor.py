@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from smmpi.doctor import Check, parse_mpi_version
-from tests.helpers import BIN, MotoServer, smmpi
+from tests.helpers import BIN, MotoServer, path_without, smmpi
 
 pytestmark = pytest.mark.aws
 
@@ -119,6 +121,7 @@ def test_unreachable_endpoint_fails_in_one_line(env: dict[str, str]) -> None:
     assert got["endpoint"] == "fail"
     assert got["credentials"] == "ok"
     assert "fail  endpoint    http://127.0.0.1:9 (AWS_ENDPOINT_URL): " in out
+    assert "; fix: check that http://127.0.0.1:9 (AWS_ENDPOINT_URL) is reachable from here" in out
     assert got["role"] == "fail"  # not configured
 
 
@@ -187,3 +190,64 @@ def test_a_passing_check_shows_no_fix() -> None:
     assert (
         Check("x", "fail", "broken", "do this").line() == "fail  x           broken; fix: do this"
     )
+
+
+def _hiding(programs: list[str], argv: list[str]) -> list[str]:
+    """``argv`` in a mount namespace of its own where each of ``programs`` is /dev/null."""
+    mounts = " && ".join(f"mount --bind /dev/null {p}" for p in programs)
+    return [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        f'{mounts} && exec "$@"',
+        "-",
+        *argv,
+    ]
+
+
+def test_without_ip_or_ssh_each_fix_names_its_cause(env: dict[str, str], tmp_path: Path) -> None:
+    """No iproute2: the fix installs it (not "run as root"); no ssh: the smoke run needs none."""
+    places = [shutil.which("ip"), *(f"{d}/ip" for d in ("/usr/sbin", "/sbin", "/usr/bin", "/bin"))]
+    found = sorted({os.path.realpath(p) for p in places if p and os.access(p, os.X_OK)})
+    assert found  # this machine has iproute2: hide it
+    bare = {**env, "PATH": path_without(tmp_path / "bin", "ip", "ssh", "rsh")}
+    done = subprocess.run(
+        _hiding(found, [str(BIN / "smmpi"), "doctor"]),
+        env=bare,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = {line.split()[1]: line for line in done.stdout.splitlines()}
+    assert lines["smoke"] == "ok    smoke       2 ranks ran allreduce through mpirun"
+    assert lines["isolation"] == (
+        "warn  isolation   isolated hosts unavailable: `ip` not found (iproute2); local runs use "
+        "processes mode; fix: install iproute2 (apt-get install iproute2)"
+    )
+    if "sshd not found" not in lines["exact"]:  # sshd comes first where it is missing
+        assert lines["exact"].endswith("; fix: install iproute2 (apt-get install iproute2)")
+
+
+def test_a_smoke_run_that_fails_for_a_known_cause_names_it(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """An mpirun that ends as Open MPI 4.1 does without ssh or rsh: the runs' table of causes."""
+    fake = tmp_path / "fakebin" / "mpirun"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in --version) echo "mpirun (Open MPI) 4.1.8"; exit 0;; esac\n'
+        "echo 'The value of the MCA parameter \"plm_rsh_agent\" was set to a path' >&2\n"
+        "exit 243\n"
+    )
+    fake.chmod(0o755)
+    code, out, got = doctor([], {**env, "SMMPI_MPIRUN": str(fake)})
+    assert code == 1 and got["smoke"] == "fail"
+    assert (
+        "fail  smoke       2-rank run failed: Open MPI found no ssh or rsh to start its daemons "
+        "with; fix: install openssh-client (apt-get install openssh-client)"
+    ) in out.splitlines()

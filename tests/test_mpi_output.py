@@ -50,3 +50,11 @@ def test_failure_scan_reads_mpirun_abort_and_signal_lines() -> None:
     killed = FailureScan()
     killed.feed("mpirun noticed that process rank 3 with PID 42 on node h exited on signal 9")
     assert killed.failed_rank() == 3 and killed.reason(3) == "killed by signal 9"
+
+
+def test_a_line_fed_in_parts_goes_on_with_the_rank_its_last_part_ended_in() -> None:
+    lines = LineAssembler()
+    assert lines.feed("[1,0]<stdout>:ab", ends=False) == []
+    assert lines.feed("cd[1,1]<stderr>:x", ends=False) == []  # "cd" goes on rank 0's text
+    assert lines.feed("y") == [Tagged(1, "stderr", "xy")]
+    assert lines.flush() == [Tagged(0, "stdout", "abcd")]

@@ -1,4 +1,5 @@
-"""The README cannot rot: every `bash` block in it runs here, and the output it shows is checked.
+"""The README and docs/ cannot rot: every `bash` block in them runs here, and the output each
+shows is checked.
 
 Each block runs as written, with `bash -e -o pipefail`, in a fresh folder, with the venv first on
 PATH, no AWS credentials of the machine and smmpi's default local mode (the output it shows is
@@ -24,20 +25,25 @@ import pytest
 from tests.helpers import ROOT, MotoServer
 
 README = ROOT / "README.md"
+#: The user's guide and the pages it links to: their blocks run alike
+GUIDES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 _BLOCK_RE = re.compile(r"```(\w+)\n(.*?)```", re.S)
 _FUZZY = re.compile(r"\.\.\.|…|\d+\.\d+ s\b|0x[0-9a-f]|^\s*$")
 
 
 def _blocks() -> list[tuple[str, str, str | None]]:
     """(id, bash script, expected output or None) for every runnable block, in order."""
-    found = _BLOCK_RE.findall(README.read_text(encoding="utf-8"))
     out: list[tuple[str, str, str | None]] = []
-    for i, (lang, body) in enumerate(found):
-        if lang != "bash" or "make demo" in body:
-            continue
-        expected = found[i + 1][1] if i + 1 < len(found) and found[i + 1][0] == "text" else None
-        first = next(line for line in body.splitlines() if line.strip())
-        out.append((first[:40], body, expected))
+    for guide in GUIDES:
+        found = _BLOCK_RE.findall(guide.read_text(encoding="utf-8"))
+        prefix = "" if guide == README else f"{guide.stem}:"
+        for i, (lang, body) in enumerate(found):
+            if lang != "bash" or "make demo" in body:
+                continue
+            after = found[i + 1] if i + 1 < len(found) else None
+            expected = after[1] if after and after[0] == "text" else None
+            first = next(line for line in body.splitlines() if line.strip())
+            out.append((prefix + first[:40], body, expected))
     return out
 
 
@@ -113,3 +119,13 @@ def test_make_demo_runs_what_the_readme_says() -> None:
     assert "smmpi submit demo --instances 3 --ppn 2 --local" in demo
     readme = README.read_text(encoding="utf-8")
     assert readme.index("make demo") < readme.index("make test") < readme.index("## One-minute")
+
+
+def test_readme_is_a_short_guide_whose_links_resolve() -> None:
+    """The user's guide stays short; the detail it leaves to docs/ is one link away and there."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 350
+    links = re.findall(r"\]\(((?:docs|benchmarks)/[^)#]+)\)", text)
+    assert {"docs/EMULATION.md", "docs/DEVELOPMENT.md", "benchmarks/RESULTS.md"} <= set(links)
+    for link in links:
+        assert (ROOT / link).is_file(), link

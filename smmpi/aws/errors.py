@@ -35,6 +35,8 @@ _NAMED_SECRET = re.compile(
     r"(?i)(credential|signature|security-token|authorization|token|secret\w*)([=:]\s*)\S+"
 )
 _KEY_ID = re.compile(r"\b(AKIA|ASIA|AROA|AIDA)[A-Z0-9]{12,}\b")
+#: A URL's ``user:password@`` (an endpoint's, such as ``AWS_ENDPOINT_URL``'s).
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
 _TAG = re.compile(r"<[^>]*>")
 _BAD_HEADER = re.compile(r"(?i)invalid header (value|name)")
 BAD_HEADER = (
@@ -80,14 +82,32 @@ def scrub(text: str, cap: int = MESSAGE_CAP) -> str:
         text = html.unescape(text)
     if _BAD_HEADER.search(text):  # http.client quotes the header's value: maybe a credential
         return BAD_HEADER
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    for var in _SECRET_VARS:
-        value = os.environ.get(var, "").strip()
-        if len(value) >= 4:
-            line = line.replace(value, "***")
+    line = redact(next((ln.strip() for ln in text.splitlines() if ln.strip()), ""))
     line = _KEY_ID.sub("***", _NAMED_SECRET.sub(r"\1\2***", line))
     line = "".join(ch if ch.isprintable() else " " for ch in line)
     return line if len(line) <= cap else line[: cap - 3] + "..."
+
+
+def _endpoint_secrets() -> list[str]:
+    """The ``user:password`` (and the password alone) of every ``AWS_ENDPOINT_URL*`` variable."""
+    found = []
+    for var, value in os.environ.items():
+        if var == "AWS_ENDPOINT_URL" or var.startswith("AWS_ENDPOINT_URL_"):
+            userinfo = value.partition("://")[2].split("/", 1)[0].rpartition("@")[0]
+            found += [userinfo, userinfo.partition(":")[2]]
+    return [value for value in found if len(value) >= 4]
+
+
+def redact(text: str) -> str:
+    """``text`` without the credentials' values and without any URL's ``user:password@``."""
+    for value in sorted(
+        {os.environ.get(var, "").strip() for var in _SECRET_VARS} | {*_endpoint_secrets()},
+        key=len,
+        reverse=True,
+    ):
+        if len(value) >= 4:
+            text = text.replace(value, "***")
+    return _USERINFO.sub(r"\1***@", text)
 
 
 def error_line(err: Exception) -> str:

@@ -21,7 +21,12 @@ SMMPI_TAG = (SMMPI_TAG_KEY, SMMPI_TAG_VALUE)
 # DescribeTrainingJob's TrainingJobStatus values after which nothing changes.
 TERMINAL = frozenset({"Completed", "Failed", "Stopped"})
 
-MAX_RUN_LIMIT = 28 * 24 * 3600  # SageMaker's ceiling for MaxRuntimeInSeconds
+#: MaxRuntimeInSeconds' range: botocore's model says at least 1, its documentation at most
+#: 28 days (tests pin both to the installed botocore).
+MAX_RUN_MIN = 1
+MAX_RUN_LIMIT = 28 * 24 * 3600
+#: The range in words, for every field held to it.
+MAX_RUN_RULE = f"whole seconds from {MAX_RUN_MIN} to {MAX_RUN_LIMIT} (28 days, SageMaker's limit)"
 KEEP_ALIVE_LIMIT = 3600  # warm pools keep instances at most one hour
 MAX_ENV = 100
 # The date suffix the SDK appends to a base job name: -YYYY-mm-dd-HH-MM-SS-mmm.

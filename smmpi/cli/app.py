@@ -11,7 +11,9 @@ from smmpi.errors import SmmpiError
 
 
 def _fail(err: SmmpiError) -> None:
-    click.echo(f"smmpi: {err}", err=True)
+    from smmpi.aws.errors import redact  # no endpoint's password in any line
+
+    click.echo(f"smmpi: {redact(str(err))}", err=True)
     sys.exit(err.exit_code)
 
 

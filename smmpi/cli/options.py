@@ -49,25 +49,41 @@ class AsciiInt(click.ParamType):  # type: ignore[type-arg]  # generic only in cl
 
 
 class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in click >= 8.2
-    """A finite number of seconds > 0: ``nan``, ``inf``, 0 and negatives are one line, exit 2."""
+    """A finite number of seconds > 0 in ASCII digits, or what ``check`` (the spec's check of
+    the field, given the number) allows: anything else is one line, exit 2."""
 
     name = "SECONDS"
 
-    def __init__(self, field: str) -> None:
-        self.field = field
+    def __init__(self, field: str, check: Callable[[float, str], float] | None = None) -> None:
+        self.field, self.check = field, check
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
+        from smmpi.errors import BadInput
+
         text = str(value).strip()
         number = float(text) if _ASCII_NUMBER_RE.fullmatch(text) else math.nan
-        if not (math.isfinite(number) and number > 0):
-            self.fail(
-                f"invalid {self.field}: {str(value)!r}; allowed: a finite number of seconds > 0",
-                param,
-                ctx,
-            )
-        return number
+        try:
+            return (self.check or _positive)(number, self.field)
+        except BadInput as err:
+            self.fail(f"invalid {self.field}: {str(value)!r}; allowed: {err.allowed}", param, ctx)
+
+
+def _positive(number: float, field: str) -> float:
+    from smmpi.errors import BadInput
+
+    if not (math.isfinite(number) and number > 0):
+        raise BadInput(field, number, "a finite number of seconds > 0")
+    return number
+
+
+def _run_timeout(number: float, field: str) -> float:
+    """A local run's ``--timeout``: the spec's range (it stands for the job's max run)."""
+    from smmpi.spec.limits import check_timeout
+
+    check_timeout(number, field)
+    return number
 
 
 def _group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
@@ -98,7 +114,9 @@ def local_run_options(
 ) -> Callable[[F], F]:
     """``--timeout``, ``--log-dir``, ``--install-requirements``, ``--isolation``: a local run."""
     return _group(
-        click.option("--timeout", type=Seconds("--timeout"), default=None, help=timeout_help),
+        click.option(
+            "--timeout", type=Seconds("--timeout", _run_timeout), default=None, help=timeout_help
+        ),
         click.option(
             "--isolation",
             type=click.Choice(["auto", "hosts", "processes"]),

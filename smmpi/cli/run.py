@@ -71,8 +71,6 @@ def run_cmd(entry: str | None, args: tuple[str, ...], **options: Any) -> None:
     from smmpi.errors import BadInput
 
     o = RunFlags(**options)
-    if o.timeout is not None and o.timeout <= 0:
-        raise BadInput("timeout", o.timeout, "a number of seconds > 0")
     passed = {
         "pass_env": list(o.pass_env),
         "with_credentials": o.with_credentials,

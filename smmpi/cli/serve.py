@@ -50,6 +50,21 @@ def _stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, on_term)
 
 
+def _start(server: Any, bind: str) -> None:
+    """Start ``server``; a state file it cannot read or write is one line that names it."""
+    try:
+        server.start()
+    except OSError as err:
+        where = str(err.filename or server.root)
+        raise BadInput("--state", where, f"a state folder serve can use ({err.strerror})") from None
+    if bind not in LOOPBACK:
+        click.echo(
+            f"smmpi serve: warning: listening on {bind}: other machines can reach it "
+            "(only serve's key pair is accepted)",
+            err=True,
+        )
+
+
 @click.command("serve")
 @click.option("--port", type=int, default=8765, show_default=True, help="0: any free port.")
 @click.option("--bind", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -101,6 +116,10 @@ def serve_cmd(
             "smmpi serve needs moto's server app: pip install 'smmpi[serve]' (moto[server])"
         )
     from smmpi.serve import Server
+    from smmpi.serve.front import listen
+
+    if not env_only:  # an address or port serve cannot have: one line, before anything is made
+        listen(bind, port).close()
 
     def event(line: str) -> None:
         click.echo(f"smmpi serve: {line}")
@@ -112,17 +131,8 @@ def serve_cmd(
     if env_only:
         _print_env(server)
         return
-    if bind not in LOOPBACK:
-        click.echo(
-            f"smmpi serve: warning: listening on {bind}: other machines can reach it "
-            "(only serve's key pair is accepted)",
-            err=True,
-        )
     _stop_on_sigterm()
-    try:
-        server.start()
-    except OSError as err:
-        raise BadInput("--port", port, f"a free port on {bind} ({err.strerror})") from None
+    _start(server, bind)
     for line in _exports(server.env):
         click.echo(line)
     click.echo(f"smmpi serve: listening on {server.url}, state in {server.root}")

@@ -200,8 +200,8 @@ def _check_modes(
     """Flags that only make sense with another one are refused without it."""
     if dry_run and local:
         raise BadInput("--dry-run/--local", "both", "at most one of --dry-run and --local")
-    if timeout is not None and (timeout <= 0 or not local):
-        raise BadInput("--timeout", timeout, "seconds > 0, with --local")
+    if timeout is not None and not local:
+        raise BadInput("--timeout", timeout, "only with --local")
     if log_dir is not None and not local:
         raise BadInput("--log-dir", log_dir, "a folder, with --local")
     if install_requirements and not local:

@@ -66,7 +66,7 @@ def fetch(
                         results.append(Fetched(kind, uri, None, ()))
                         continue
                     raise
-            files = extract(archive, to / kind)
+            files = extract(archive, to / kind, links=True)  # links inside, kept as links
             results.append(Fetched(kind, uri, to / kind, tuple(files)))
     if not any(r.directory for r in results):
         state = d["TrainingJobStatus"]

@@ -9,6 +9,7 @@ session is made (:mod:`smmpi.aws.environment`).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 from smmpi.aws.facts import BUCKET_RE, BUCKET_RULE, ROLE_ARN_RE, ROLE_RULE, check_known_region
@@ -17,6 +18,11 @@ from smmpi.ops.local_jobs import configured_keep
 
 #: ``--isolation`` / ``SMMPI_ISOLATION``: how local runs emulate instances.
 ISOLATION_MODES = ("auto", "hosts", "processes")
+#: One of ``SMMPI_GPUS``'s device ids, as CUDA_VISIBLE_DEVICES takes them (0, GPU-<uuid>, ...).
+GPU_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_:.-]*$")
+GPUS_RULE = (
+    "this machine's GPU ids separated by commas, each once (0,1 or GPU-<uuid>,...), or empty"
+)
 
 
 def check_settings(mpirun: bool = True) -> None:
@@ -36,6 +42,7 @@ def check_settings(mpirun: bool = True) -> None:
         raise BadInput("SMMPI_BUCKET", env["SMMPI_BUCKET"], BUCKET_RULE)
     if env.get("SMMPI_REGION"):
         check_known_region(env["SMMPI_REGION"], " (from SMMPI_REGION)")
+    _check_gpus(env.get("SMMPI_GPUS"))
     chosen = env.get("SMMPI_MPIRUN")
     if mpirun and chosen and not shutil.which(chosen):
         raise BadInput(
@@ -54,3 +61,12 @@ def _check_local_jobs() -> None:
     path = os.path.expanduser(value)
     if os.path.lexists(path) and not os.path.isdir(path):
         raise BadInput("SMMPI_LOCAL_JOBS", value, "a folder (this is a file)")
+
+
+def _check_gpus(value: str | None) -> None:
+    """``SMMPI_GPUS``, when set, lists device ids (empty: this machine has none)."""
+    if value is None or not value.strip():
+        return
+    ids = [d.strip() for d in value.split(",")]
+    if not all(GPU_ID_RE.match(d) for d in ids) or len(set(ids)) != len(ids):
+        raise BadInput("SMMPI_GPUS", value, GPUS_RULE)

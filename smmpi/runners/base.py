@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
+from smmpi.spec.limits import check_timeout
+
 if TYPE_CHECKING:
     from smmpi.aws.types import Request
 
@@ -49,6 +51,9 @@ class RunOptions:
     env: Mapping[str, str] = field(default_factory=dict)  # this shell's variables for the ranks
     isolation: str | None = None  # auto | hosts | processes; None: $SMMPI_ISOLATION, else auto
     exact: bool = False  # sshd on every isolated instance, mpirun through ssh (local/exact.py)
+
+    def __post_init__(self) -> None:
+        check_timeout(self.timeout)  # the one check of a run's timeout, whoever runs it
 
 
 class Outcome(Protocol):

@@ -18,10 +18,11 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
-from smmpi.serve import operations
+from smmpi.serve import operations, routing
 from smmpi.serve.auth import Incoming, scope_of, verify
 from smmpi.serve.calls import Call
 from smmpi.serve.errors import ApiError, Response, render
+from smmpi.serve.iam import refuse_denied
 from smmpi.serve.journal import changes, new_seed, seeded
 from smmpi.serve.state import Keys
 
@@ -93,7 +94,7 @@ class App:
         job_streams: Callable[[str, bytes, str], bytes | None] = lambda *args: None,
     ) -> None:
         self.keys, self.jobs, self.written = keys, jobs, written
-        self.job_streams = job_streams  # a job's log streams in one page (JobLogs.job_streams)
+        self.job_streams = job_streams  # smmpi's answers about jobs' streams (JobLogs.job_streams)
         self._moto: dict[str, Any] = {}
 
     def moto_app(self, service: str) -> Any:
@@ -106,9 +107,15 @@ class App:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         scope = scope_of(environ.get("HTTP_AUTHORIZATION"))
-        service = scope[1] if scope else None
+        service = scope[1] if scope else None  # errors are in its protocol's shape...
         try:
-            return self._dispatch(environ, start_response, service)
+            body = _read_body(environ, service)
+            path, query = _raw_target(environ)
+            method = str(environ.get("REQUEST_METHOD", "GET")).upper()
+            incoming = Incoming(method, path, query, _headers(environ), body)
+            operation = routing.operation_service(incoming)
+            service = operation or service  # ...or the operation's, where the request names one
+            return self._dispatch(environ, start_response, incoming, operation)
         except ApiError as err:
             return self._respond(start_response, render(err, service))
         except Exception:  # a bug must not take the server down, nor leak a trace to clients
@@ -123,13 +130,17 @@ class App:
         return [body]
 
     def _dispatch(
-        self, environ: dict[str, Any], start_response: StartResponse, service: str | None
+        self,
+        environ: dict[str, Any],
+        start_response: StartResponse,
+        incoming: Incoming,
+        operation: str | None,
     ) -> Iterable[bytes]:
-        body = _read_body(environ, service)
-        path, query = _raw_target(environ)
-        method = str(environ.get("REQUEST_METHOD", "GET")).upper()
-        signed = verify(Incoming(method, path, query, _headers(environ), body), self.keys)
+        method, path, query, body = incoming.method, incoming.path, incoming.query, incoming.body
+        signed = verify(incoming, self.keys)
+        routing.check_service(operation, signed.service)
         if signed.service == "sagemaker":
+            routing.check_region(signed.region, signed.service)
             return self._respond(
                 start_response, self._sagemaker(environ, method, path, body, signed.region)
             )
@@ -137,8 +148,11 @@ class App:
             raise ApiError("UnknownOperationException",
                            f"smmpi serve does not serve {signed.service!r}; it serves sagemaker, "
                            + ", ".join(sorted(MOTO_SERVICES)))  # fmt: skip
+        routing.check_region(signed.region, signed.service)
         if path.startswith(("/moto-api", "/latest/")):
             raise ApiError("AccessDenied", "moto's control API is not served", 403)
+        if signed.service == "s3":
+            routing.check_key(incoming)
         target = str(environ.get("HTTP_X_AMZ_TARGET") or "")
         if signed.service == "logs":
             streams = self.job_streams(target, body, signed.region)
@@ -154,6 +168,7 @@ class App:
 
         call = Call(signed.service, signed.region, method, path, query,
                     str(environ.get("CONTENT_TYPE") or ""), target, body)  # fmt: skip
+        refuse_denied(call)  # what moto does not implement, IAM refuses serve's caller
         if changes(call):  # kept: answered with ids the journal's replay gives again
             call = replace(call, seed=new_seed())
         with seeded(call.seed):

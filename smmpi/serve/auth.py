@@ -6,7 +6,9 @@ the request again by botocore's algorithm (:class:`~botocore.auth.SigV4Auth`'s
 canonical request, limited to the headers the client signed, at the client's
 timestamp; the day's derived key computed once) and compares the two
 signatures in constant time. A body whose ``X-Amz-Content-SHA256``
-does not match what arrived is refused too.
+does not match what arrived is refused too, and only S3 takes an unsigned
+body (``UNSIGNED-PAYLOAD``): every other service's signature covers the
+body's own hash, so a captured request cannot be sent again with another body.
 """
 
 from __future__ import annotations
@@ -88,8 +90,8 @@ def canonical_request(incoming: Incoming, signed: list[str], service: str) -> st
     headers = "\n".join(
         f"{name}:{' '.join(incoming.headers.get(name, '').split())}" for name in names
     )
-    payload = incoming.headers.get("x-amz-content-sha256")
-    if payload is None:
+    payload = incoming.headers.get("x-amz-content-sha256") if service == "s3" else None
+    if payload is None:  # every other service signs the body's own hash
         payload = hashlib.sha256(incoming.body).hexdigest()
     return "\n".join((
         incoming.method.upper(),
@@ -150,9 +152,17 @@ def _timestamp(headers: dict[str, str], service: str | None) -> str:
 
 
 def _check_payload(incoming: Incoming, service: str) -> None:
+    """``X-Amz-Content-SHA256``, if sent, is the body's hash; only S3 takes an unsigned body."""
     claimed = incoming.headers.get("x-amz-content-sha256")
-    if claimed is None or claimed.startswith(_UNSIGNED):
+    if claimed is None or (service == "s3" and claimed.startswith(_UNSIGNED)):
         return
+    if claimed.startswith(_UNSIGNED):
+        raise auth_error(
+            "bad-signature",
+            f"X-Amz-Content-SHA256 must be the SHA-256 of the body: {service} does not take "
+            "an unsigned payload",
+            service,
+        )
     if claimed != hashlib.sha256(incoming.body).hexdigest():
         raise ApiError(
             "XAmzContentSHA256Mismatch" if service == "s3" else "InvalidSignatureException",

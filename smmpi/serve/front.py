@@ -15,7 +15,11 @@ thread per request. This handler keeps werkzeug's (and moto's) WSGI environ, and
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
+import ipaddress
+import re
 import socket
 import sys
 import threading
@@ -25,11 +29,21 @@ from typing import Any
 
 from moto.moto_server.werkzeug_app import MotoRequestHandler
 
+from smmpi.errors import BadInput
+from smmpi.serve.errors import ApiError, render
+
 _NO_BODY = ("1", "204", "304")
 IDLE = 300.0  # seconds a kept-alive connection may wait for its next request
 DRAIN_MAX = 64 << 20  # bytes of a refused body read (and dropped) before closing
 DRAIN_SECONDS = 2.0  # the longest wait for each part of it
 _OPEN_LOCK = threading.Lock()
+_HOST_NAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$"
+)
+#: The error type a request that is not HTTP gets, by its status.
+_MALFORMED = {414: "RequestURITooLong", 431: "RequestHeaderFieldsTooLarge",
+              505: "HTTPVersionNotSupported"}  # fmt: skip
 _INTERNAL = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
@@ -77,6 +91,21 @@ class Handler(MotoRequestHandler):
 
     def log_error(self, *args: Any) -> None:
         """A malformed request gets its 400; serve's output stays one line per job event."""
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """A request that is not HTTP (a bad request line, version or header, a path or headers
+        too long) gets SageMaker's JSON error shape, not http.server's HTML page; then the
+        connection closes (where the next request would start is unknown)."""
+        self.close_connection = True
+        text = (message or self.responses.get(code, ("Bad request",))[0]).splitlines()[0][:200]
+        error = ApiError(_MALFORMED.get(code, "MalformedHTTPRequestException"), text, code)
+        status, headers, body = render(error, "sagemaker")
+        reason = self.responses.get(code, ("Error",))[0]
+        lines = [f"HTTP/1.1 {status} {reason}", *(f"{k}: {v}" for k, v in headers)]
+        lines += [f"Content-Length: {len(body)}", f"Date: {self.date_time_string()}"]
+        head = "\r\n".join([*lines, "Connection: close"]) + "\r\n\r\n"
+        with contextlib.suppress(OSError):  # the client may be gone already
+            self.wfile.write(head.encode("latin-1", "replace") + body)
 
     def run_wsgi(self) -> None:
         environ = self.make_environ()
@@ -159,11 +188,59 @@ def _chunk(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data) if data else b""
 
 
+def listen(bind: str, port: int) -> socket.socket:
+    """A socket listening on ``bind:port``; :class:`BadInput` naming ``--bind`` or ``--port``
+    (one line, nothing started) where that cannot be."""
+    from werkzeug.serving import select_address_family
+
+    family = select_address_family(bind, port)
+    address = _address(bind, port, family)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as err:
+        sock.close()
+        if err.errno == errno.EADDRINUSE:
+            raise BadInput("--port", port, f"a free port on {bind} (0: any free port)") from None
+        raise BadInput(
+            "--bind", bind, f"an address of this machine, such as 127.0.0.1 ({err.strerror})"
+        ) from None
+    return sock
+
+
+def _address(bind: str, port: int, family: int) -> Any:
+    """``bind:port`` as bind(2) takes it: an IP address as it is ("" is every address), a host
+    name resolved; :class:`BadInput` for anything else."""
+    try:
+        return (str(ipaddress.ip_address(bind)) if bind else "", port)
+    except ValueError:
+        pass
+    try:
+        if not _HOST_NAME.match(bind):
+            raise ValueError(bind)
+        return socket.getaddrinfo(bind, port, family, socket.SOCK_STREAM)[0][4]
+    except (OSError, UnicodeError, ValueError):
+        raise BadInput("--bind", bind, "an IP address of this machine, or a host name that "
+                       "resolves to one (such as 127.0.0.1 or 0.0.0.0)") from None  # fmt: skip
+
+
 def make_server(bind: str, port: int, app: Any) -> Any:
-    """A threaded server on ``bind:port`` answering with :class:`Handler`."""
+    """A threaded server on ``bind:port`` answering with :class:`Handler` (:func:`listen`'s
+    refusals for an address or port it cannot have)."""
     from werkzeug.serving import make_server as werkzeug_server
 
-    server = werkzeug_server(bind, port, app, threaded=True, request_handler=Handler)
+    sock = listen(bind, port)
+    # werkzeug names the host only to resolve it, which the socket made by `listen` has done
+    loopback = "::1" if sock.family == socket.AF_INET6 else "127.0.0.1"
+    try:
+        server = werkzeug_server(
+            loopback, port, app, threaded=True, request_handler=Handler, fd=sock.fileno()
+        )
+        server.host = bind
+    finally:
+        sock.close()  # the server holds its own copy of the socket
     server.open_connections = set()  # type: ignore[attr-defined]
     return server
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import secrets
 import sys
 import threading
 import time
@@ -24,6 +26,7 @@ from typing import Any
 
 from smmpi.aws.facts import check_job_name
 from smmpi.errors import BadInput
+from smmpi.serve import described
 from smmpi.serve.errors import ApiError, not_found
 from smmpi.serve.state import read_json, subfolder, write_json
 
@@ -100,6 +103,50 @@ def _key(name: str) -> str:
     return name if lower == name else lower
 
 
+def _taken(record: dict[str, Any], taken: Summary) -> str:
+    """Why a new job cannot have the name of ``taken``'s (in its region, or in another)."""
+    if taken[1] == record["_Region"]:
+        return (
+            "Training job names must be unique within an AWS account and region, and a "
+            f"training job with this name already exists ({record['TrainingJobArn']})"
+        )
+    return (
+        "smmpi serve keeps one training job per name across its regions, and "
+        f"{job_arn(taken[1], taken[0])} has this name"
+    )
+
+
+def _checked(record: Any, path: Path) -> dict[str, Any]:
+    """``record`` if it is a job's record, kept in its own file; ValueError if not."""
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    name = record.get("TrainingJobName")
+    if not isinstance(name, str) or name != path.stem:
+        raise ValueError("its TrainingJobName is not its file's name")
+    check_job_name(name)
+    if not isinstance(record.get("_Region"), str) or not isinstance(record.get("_Tags"), list):
+        raise ValueError("it lacks the job's region or tags")
+    for field in ("CreationTime", "LastModifiedTime"):
+        if not isinstance(record.get(field), (int, float)):
+            raise ValueError(f"its {field} is not a time")
+    for field in ("TrainingJobStatus", "SecondaryStatus"):
+        if not isinstance(record.get(field), str):
+            raise ValueError(f"its {field} is not a status")
+    if not isinstance(record.get("SecondaryStatusTransitions"), list):
+        raise ValueError("its SecondaryStatusTransitions is not a list")
+    return record
+
+
+def _set_aside(path: Path, err: Exception) -> str:
+    """Rename ``path`` (a file, or a link: never followed) out of the jobs' way; say so."""
+    why = str(getattr(err, "why", None) or err)
+    aside = path.with_name(f"{path.name}.set-aside")
+    while aside.exists() or aside.is_symlink():
+        aside = path.with_name(f"{path.name}.set-aside-{secrets.token_hex(3)}")
+    os.rename(path, aside)
+    return f"jobs/{path.name} is not a job's record ({why[:200]}): set aside as {aside.name}"
+
+
 class JobStore:
     """Every job serve knows, in memory and under ``folder``; all access under one lock."""
 
@@ -109,8 +156,12 @@ class JobStore:
         self.live: dict[str, dict[str, Any]] = {}  # lower-case name -> record (not ended)
         self.summaries: dict[str, Summary] = {}  # lower-case name -> summary (every job)
         self._answers: dict[str, bytes] = {}  # lower-case name -> DescribeTrainingJob's body
+        self.set_aside: list[str] = []  # one line for each file that was no job's record
         for path in sorted(self.folder.glob("*.json")):
-            self._keep(read_json(path))
+            try:
+                self._keep(_checked(read_json(path), path))
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                self.set_aside.append(_set_aside(path, err))
 
     def _keep(self, record: dict[str, Any]) -> None:
         summary = _summary(record)
@@ -148,45 +199,51 @@ class JobStore:
             "_Tags": list(request.get("Tags") or []),
         }
         with self.lock:
-            if name.lower() in self.summaries:
-                raise ApiError(
-                    "ResourceInUse",
-                    f"Training job names must be unique within an AWS account and region, and "
-                    f"a training job with this name already exists ({record['TrainingJobArn']})",
-                )
+            taken = self.summaries.get(name.lower())
+            if taken is not None:
+                raise ApiError("ResourceInUse", _taken(record, taken))
             self._save(record)
         return record
 
-    def get(self, name: object) -> dict[str, Any]:
-        """The job's record: the one in memory while it runs, else a fresh copy from its file."""
+    def _summary_in(self, key: str, region: str | None) -> Summary:
+        """The job's summary; not found if there is none, or it is another region's job."""
+        summary = self.summaries.get(key)
+        if summary is None or (region is not None and summary[1] != region):
+            raise not_found()
+        return summary
+
+    def get(self, name: object, region: str | None = None) -> dict[str, Any]:
+        """The job's record: the one in memory while it runs, else a fresh copy from its file.
+        With ``region``, only that region's job (a region sees only its own jobs)."""
         key = str(name).lower()
         with self.lock:
+            summary = self._summary_in(key, region)
             record = self.live.get(key)
             if record is not None:
                 return record
-            summary = self.summaries.get(key)
-            if summary is None:
-                raise not_found()
             found: dict[str, Any] = read_json(self.folder / f"{summary[0]}.json")
             return found
 
-    def by_arn(self, arn: object) -> dict[str, Any]:
-        text = str(arn)
-        if ":training-job/" not in text:
+    def by_arn(self, arn: object, region: str | None = None) -> dict[str, Any]:
+        """The job an ARN names; with ``region``, only if the ARN is that region's."""
+        parts = str(arn).split(":")
+        if len(parts) != 6 or not parts[5].startswith("training-job/"):
             raise not_found()
-        return self.get(text.rsplit("/", 1)[-1])
+        if region is not None and parts[3] != region:
+            raise not_found()
+        return self.get(parts[5].rsplit("/", 1)[-1], region)
 
-    def describe_body(self, name: object) -> bytes:
+    def describe_body(self, name: object, region: str | None = None) -> bytes:
         """DescribeTrainingJob's JSON body, built once per change of the job (every change
         goes through ``_save``, which drops it), so a poller costs no copy nor encoding.
         Every running job's body is kept; of ended jobs, the last ``ANSWERS_KEPT`` asked for."""
         key = str(name).lower()
         with self.lock:
+            self._summary_in(key, region)
             body = self._answers.pop(key, None)
             if body is None:
                 record = self.get(name)
-                shown = {k: v for k, v in record.items() if not k.startswith("_")}
-                body = json.dumps(shown, default=str).encode()
+                body = json.dumps(described.shown(record), default=str).encode()
             self._answers[key] = body  # the last asked for is the last to go
             if len(self._answers) > len(self.live) + ANSWERS_KEPT:
                 ended = next((k for k in self._answers if k not in self.live), None)
@@ -219,18 +276,18 @@ class JobStore:
             record.update(fields, SecondaryStatus=status, LastModifiedTime=now)
             self._save(record)
 
-    def tags(self, arn: object) -> list[dict[str, str]]:
+    def tags(self, arn: object, region: str | None = None) -> list[dict[str, str]]:
         with self.lock:
-            return list(self.by_arn(arn)["_Tags"])
+            return list(self.by_arn(arn, region)["_Tags"])
 
-    def set_tags(self, arn: object, tags: list[dict[str, str]]) -> None:
+    def set_tags(self, arn: object, tags: list[dict[str, str]], region: str | None = None) -> None:
         with self.lock:
-            record = self.by_arn(arn)
+            record = self.by_arn(arn, region)
             record["_Tags"] = tags
             self._save(record)
 
-    def snapshot(self) -> list[dict[str, Any]]:
-        """Every job's summary (``SUMMARY``'s fields)."""
+    def snapshot(self, region: str | None = None) -> list[dict[str, Any]]:
+        """Every job's summary (``SUMMARY``'s fields); with ``region``, that region's jobs."""
         with self.lock:
             summaries = list(self.summaries.values())
-        return [_shown(summary) for summary in summaries]
+        return [_shown(s) for s in summaries if region is None or s[1] == region]

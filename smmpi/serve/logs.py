@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from smmpi.serve import kept
+from smmpi.serve import kept, logfilter
 from smmpi.serve.coldstreams import ColdStreams
 from smmpi.serve.jobs import ACCOUNT
 from smmpi.serve.state import read_json, subfolder, write_json
@@ -138,6 +138,24 @@ class JobLogs:
                 streams.cold(stream)
 
     def job_streams(self, target: str, body: bytes, region: str) -> bytes | None:
+        """smmpi's answer to a Logs request about jobs' streams (None: moto's answer):
+        DescribeLogStreams for one job's streams in one page, and FilterLogEvents by
+        ``logStreamNamePrefix`` (:mod:`.logfilter`)."""
+        operation = target.rpartition(".")[2]
+        if operation not in ("DescribeLogStreams", "FilterLogEvents"):
+            return None
+        try:
+            params = json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return None
+        if not isinstance(params, dict):
+            return None
+        if operation == "FilterLogEvents":
+            with self.lock:
+                return logfilter.filtered(params, _backend(region))
+        return self._one_page(params, region)
+
+    def _one_page(self, params: dict[str, Any], region: str) -> bytes | None:
         """DescribeLogStreams' answer for one training job's streams, all in one page.
 
         The SageMaker SDK's tailer (``Session.logs_for_job``) asks for ``JOB/`` streams
@@ -147,13 +165,7 @@ class JobLogs:
         of the job (up to 512, the most instances a job has) and no token. Any other
         request is moto's (None here).
         """
-        if not target.endswith(".DescribeLogStreams"):
-            return None
-        try:
-            params = json.loads(body)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            return None
-        if not isinstance(params, dict) or not _one_job(params):
+        if not _one_job(params):
             return None
         with self.lock:
             group = _backend(region).groups.get(GROUP)

@@ -56,9 +56,14 @@ def _runnable(params: dict[str, Any]) -> None:
                 "'resourceConfig.instanceCount' failed to satisfy constraint: "
                 "Member must have value greater than or equal to 1"
             )
+    seen: set[str] = set()
     for channel in params.get("InputDataConfig") or []:
-        if channel.get("ChannelName") in (".", ".."):  # a folder name that is not a folder
-            raise validation(f"ChannelName {channel['ChannelName']!r} is not a channel name")
+        name = channel.get("ChannelName")
+        if name in (".", ".."):  # a folder name that is not a folder
+            raise validation(f"ChannelName {name!r} is not a channel name")
+        if name in seen:
+            raise validation(f"Channel names must be unique: {name!r} appears more than once")
+        seen.add(name)
     if int(resources.get("VolumeSizeInGB", 30)) < 1:
         raise validation("ResourceConfig.VolumeSizeInGB must be at least 1")
 
@@ -71,11 +76,11 @@ def create(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]:
 
 
 def describe(jobs: Jobs, params: dict[str, Any], region: str) -> bytes:
-    return jobs.store.describe_body(params["TrainingJobName"])
+    return jobs.store.describe_body(params["TrainingJobName"], region)
 
 
 def stop(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]:
-    record = jobs.store.get(params["TrainingJobName"])
+    record = jobs.store.get(params["TrainingJobName"], region)
     if record["TrainingJobStatus"] in TERMINAL:
         raise validation(
             f"The request was rejected because the training job is in status "
@@ -135,7 +140,7 @@ _SORT_KEYS: dict[str, Callable[[dict[str, Any]], Any]] = {
 def list_jobs(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]:
     offset = _offset(params["NextToken"]) if "NextToken" in params else 0
     size = int(params.get("MaxResults", 10))
-    chosen = [r for r in jobs.store.snapshot() if _matches(r, params)]
+    chosen = [r for r in jobs.store.snapshot(region) if _matches(r, params)]
     chosen.sort(
         key=_SORT_KEYS[params.get("SortBy", "CreationTime")],
         reverse=params.get("SortOrder", "Ascending") == "Descending",
@@ -166,17 +171,17 @@ def list_jobs(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]
 
 def add_tags(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]:
     with jobs.store.lock:
-        tags = {t["Key"]: t for t in jobs.store.tags(params["ResourceArn"])}
+        tags = {t["Key"]: t for t in jobs.store.tags(params["ResourceArn"], region)}
         for tag in params["Tags"]:
             tags[tag["Key"]] = {"Key": tag["Key"], "Value": tag.get("Value", "")}
         if len(tags) > MAX_TAGS:
             raise validation(f"A resource can have at most {MAX_TAGS} tags")
-        jobs.store.set_tags(params["ResourceArn"], list(tags.values()))
+        jobs.store.set_tags(params["ResourceArn"], list(tags.values()), region)
     return {"Tags": params["Tags"]}
 
 
 def list_tags(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]:
-    tags = jobs.store.tags(params["ResourceArn"])
+    tags = jobs.store.tags(params["ResourceArn"], region)
     offset = _offset(params["NextToken"]) if "NextToken" in params else 0
     size = int(params.get("MaxResults", 50))
     answer: dict[str, Any] = {"Tags": tags[offset : offset + size]}
@@ -188,8 +193,9 @@ def list_tags(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]
 def delete_tags(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]:
     with jobs.store.lock:
         drop = set(params["TagKeys"])
-        kept = [t for t in jobs.store.tags(params["ResourceArn"]) if t["Key"] not in drop]
-        jobs.store.set_tags(params["ResourceArn"], kept)
+        arn = params["ResourceArn"]
+        kept = [t for t in jobs.store.tags(arn, region) if t["Key"] not in drop]
+        jobs.store.set_tags(arn, kept, region)
     return {}
 
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import re
 import shlex
 from pathlib import Path
@@ -23,6 +24,7 @@ from smmpi.archives import tar_dirs
 from smmpi.serve.s3store import S3Store
 from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.request import decode_hyperparameters, hosts
+from smmpi.trees import entries
 
 _IMAGE_RE = re.compile(r"/(tensorflow|pytorch)-training:")
 FAILURE_CHARS = 1024
@@ -131,31 +133,34 @@ def upload_checkpoints(
         return 0
     bucket, prefix = _split(str(uri))
     count = 0
-    for host in sorted(hosts_dir.iterdir()):
-        folder = host / "opt" / "ml" / "checkpoints"
-        for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
-            relative = path.relative_to(folder)
-            if not path.is_file() or path.is_symlink():
+    for host in hosts(request):
+        for entry in entries(hosts_dir, hosts_dir / host / "opt" / "ml" / "checkpoints"):
+            fd = entry.open() if entry.is_file else None
+            if fd is None:
                 continue
-            before = restored / relative
-            if before.is_file() and before.read_bytes() == path.read_bytes():
+            with os.fdopen(fd, "rb") as f:
+                data = f.read()
+            before = restored / entry.name
+            if before.is_file() and not before.is_symlink() and before.read_bytes() == data:
                 continue
-            key = f"{prefix.rstrip('/')}/{relative.as_posix()}".lstrip("/")
-            s3.put(bucket, key, path.read_bytes())
+            key = f"{prefix.rstrip('/')}/{entry.name}".lstrip("/")
+            s3.put(bucket, key, data)
             count += 1
     return count
 
 
 def upload(request: dict[str, Any], name: str, hosts_dir: Path, s3: S3Store, work: Path) -> str:
-    """Pack the hosts' model and output folders, put them under S3OutputPath; the model's URI."""
+    """Pack the hosts' model and output folders, put them under S3OutputPath; the model's URI.
+
+    A folder that is a link out of its instance is :class:`~smmpi.trees.TreeRefused`."""
     output = str((request.get("OutputDataConfig") or {}).get("S3OutputPath") or "")
     bucket, prefix = _split(output)
     upload_checkpoints(request, hosts_dir, s3, work / "checkpoints")
-    hosts = sorted(p / "opt" / "ml" for p in hosts_dir.iterdir()) if hosts_dir.is_dir() else []
+    ml = [hosts_dir / host / "opt" / "ml" for host in hosts(request)] if hosts_dir.is_dir() else []
     base = f"{prefix.rstrip('/')}/{name}/output/".lstrip("/")
     for folder, archive in (("model", "model.tar.gz"), ("output", "output.tar.gz")):
         path = work / archive
-        tar_dirs([h / folder for h in hosts if (h / folder).is_dir()], path)
+        tar_dirs([m / folder for m in ml], path, below=hosts_dir)
         s3.put(bucket, base + archive, path.read_bytes())
     return f"s3://{bucket}/{base}model.tar.gz"
 

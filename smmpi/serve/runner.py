@@ -30,6 +30,7 @@ from smmpi.serve.s3store import S3Store
 from smmpi.serve.state import read_json, subfolder, write_json
 from smmpi.toolkit import worker_log
 from smmpi.toolkit.request import hosts
+from smmpi.trees import TreeRefused
 
 STOP_GRACE = 20.0  # seconds between SIGTERM and SIGKILL, as SageMaker's stop gives the container
 
@@ -277,6 +278,8 @@ class JobRunner:
         try:
             model = platform.upload(request, name, hosts_dir, self.s3, work)
             fields["ModelArtifacts"] = {"S3ModelArtifacts": model}
+        except TreeRefused as err:  # a rank linked a folder out of its instance
+            result = {**result, "status": "Failed", "upload": f"AlgorithmError: {err}"}
         except (KeyError, ValueError, OSError) as err:
             result = {**result, "status": "Failed", "upload": f"ClientError: upload failed: {err}"}
         status, secondary = result["status"], None

@@ -98,6 +98,7 @@ class Server:
         if self._url:
             return self._url
         host = "127.0.0.1" if self.bind in ("0.0.0.0", "") else self.bind
+        host = f"[{host}]" if ":" in host else host  # an IPv6 address, as a URL writes it
         return f"http://{host}:{self.port}"
 
     @property
@@ -132,6 +133,8 @@ class Server:
         self.s3 = S3Store(self.root)
         self.logs = JobLogs(self.root)
         self.store = JobStore(self.root)
+        for line in self.store.set_aside:
+            self.event(line)
         self.runner = JobRunner(
             self.root, self.store, self.s3, self.logs,
             parallel=self.parallel, isolation=self.isolation, event=self.event, exact=self.exact,
@@ -146,7 +149,7 @@ class Server:
         for service in ("s3", "logs", "sts"):
             app.moto_app(service)  # the first request should not pay for moto's imports
         self._httpd = make_server(self.bind, self.port, app)
-        self.port = self._httpd.server_port
+        self.port = self._httpd.port
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
         write_json(self.root / RUNNING, {"url": self.url, "pid": os.getpid()})

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
+import stat
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,9 @@ from smmpi.errors import BadInput
 
 DEFAULT_STATE = Path("~/.smmpi/serve")
 _KEY_FILE = "credentials.json"
+MAX_STATE_FILE = 256 << 20  # bytes: the largest state file serve reads
+_ACCESS = re.compile(r"^[A-Z0-9]{16,128}$")
+_SECRET = re.compile(r"^[A-Za-z0-9+/]{16,128}$")
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ def subfolder(root: Path, *parts: str) -> Path:
             raise ValueError(f"not a plain name: {part!r}")
         folder = folder / part
         if folder.is_symlink():
-            raise ValueError(f"{folder} is a link")
+            raise BadInput("--state", str(folder), "a folder serve made (serve follows no link)")
         folder.mkdir(mode=0o700, exist_ok=True)
     return folder
 
@@ -83,10 +88,30 @@ def write_json(path: Path, data: Any) -> None:
     write_private(path, json.dumps(data, default=str).encode())
 
 
-def read_json(path: Path) -> Any:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as f:
-        return json.loads(f.read())
+class BadStateFile(BadInput):
+    """A file in the state folder that serve did not write as it is (one line names it)."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__("--state", str(path), f"a state file as serve wrote it ({why})")
+        self.why = why
+
+
+def read_json(path: Path, cap: int = MAX_STATE_FILE) -> Any:
+    """The JSON in ``path``: a regular file (never a link, a FIFO or a device) of at most
+    ``cap`` bytes; :class:`BadStateFile` (a ValueError) otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ValueError("not a regular file")
+            if info.st_size > cap:
+                raise ValueError(f"larger than {cap} bytes")
+            return json.loads(f.read(cap + 1))
+    except OSError as err:
+        raise BadStateFile(path, err.strerror or type(err).__name__) from None
+    except (ValueError, RecursionError) as err:
+        raise BadStateFile(path, str(err)[:120] or "not JSON") from None
 
 
 def _new_keys() -> Keys:
@@ -97,12 +122,26 @@ def _new_keys() -> Keys:
     return Keys(access, secret)
 
 
+def _read_keys(path: Path) -> Keys:
+    """The key pair in ``path``; :class:`BadInput` naming the file if it is not serve's."""
+    try:
+        data = read_json(path, cap=4096)
+        keys = Keys(data["access_key"], data["secret_key"])
+        if not (_ACCESS.match(keys.access_key) and _SECRET.match(keys.secret_key)):
+            raise ValueError("not a key pair")
+    except (OSError, ValueError, KeyError, TypeError):
+        raise BadInput(
+            "--state", str(path), "a state folder whose credentials.json is serve's own: a "
+            "regular file (not a link) with its key pair (move it away: serve makes a new pair)",
+        ) from None  # fmt: skip
+    return keys
+
+
 def load_keys(folder: Path) -> Keys:
     """serve's key pair, generated at the first start and kept 0600 in the state folder."""
     path = folder / _KEY_FILE
     if path.exists() or path.is_symlink():
-        data = read_json(path)
-        return Keys(str(data["access_key"]), str(data["secret_key"]))
+        return _read_keys(path)
     keys = _new_keys()
     data = {"access_key": keys.access_key, "secret_key": keys.secret_key}
     try:  # a serve and `smmpi serve --env` starting at once on a new folder: one pair wins

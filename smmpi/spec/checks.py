@@ -31,7 +31,7 @@ from smmpi.aws.facts import (
     known_instance_types,
     vcpus,
 )
-from smmpi.bounded import CHANNEL_MAX_BYTES, ascii_int, regular_tree
+from smmpi.bounded import CHANNEL_MAX_BYTES, ascii_int, lookup, regular_tree
 from smmpi.errors import BadInput
 from smmpi.spec.launch import check_launch_options
 from smmpi.spec.secrets import check_env_secrets
@@ -198,7 +198,7 @@ def parse_inputs(inputs: Mapping[str, Any] | Sequence[str] | None) -> dict[str, 
             )
         if uri.startswith("file://"):
             path = Path(uri[len("file://") :])
-            if not path.is_absolute() or not path.exists():
+            if not path.is_absolute() or not lookup(f"inputs.{name}", path):
                 raise BadInput(f"inputs.{name}", uri, "file:// and an existing absolute path")
             regular_tree(path, f"inputs.{name}", CHANNEL_MAX_BYTES)  # no FIFO, device, ...
         elif not S3_URI_RE.fullmatch(uri):

@@ -23,7 +23,6 @@ from smmpi.aws.facts import (
     BUCKET_RE,
     BUCKET_RULE,
     KEEP_ALIVE_LIMIT,
-    MAX_RUN_LIMIT,
     REGION_RE,
     REGION_RULE,
     ROLE_ARN_RE,
@@ -47,7 +46,7 @@ from smmpi.spec.checks import (
     seconds,
     strict_kwargs,
 )
-from smmpi.spec.limits import check_limits, check_types
+from smmpi.spec.limits import check_limits, check_types, run_seconds
 from smmpi.spec.shell import check_shell_words
 from smmpi.spec.versions import DEFAULT_FRAMEWORK, FRAMEWORKS, resolve_versions
 from smmpi.spec.world import check_instances, check_ppn
@@ -126,7 +125,7 @@ class MPIJob:
         )
         if self.api != "model-trainer":  # the estimators' images run the toolkit's shell
             check_shell_words(str(self.framework), self.hyperparameter_map)
-        set_("max_run", positive_int("max_run", self.max_run, MAX_RUN_LIMIT))
+        set_("max_run", run_seconds("max_run", self.max_run))
         set_("volume_size", positive_int("volume_size", self.volume_size, 16384))
         check_job_names(self.job_name, self.base_job_name)
         check_api(self.api, self.job_name)
@@ -145,7 +144,9 @@ class MPIJob:
             warnings.warn(text, UserWarning, stacklevel=4)
 
     def _check_framework(self, program: Program) -> None:
-        framework = self.framework or program.framework_hint or DEFAULT_FRAMEWORK
+        framework = self.framework
+        if framework is None:  # not given ("" is given, and refused as any unknown name)
+            framework = program.framework_hint or DEFAULT_FRAMEWORK
         if framework not in FRAMEWORKS:
             raise BadInput("framework", framework, " or ".join(FRAMEWORKS))
         version, py = resolve_versions(framework, self.framework_version, self.py_version)
@@ -171,7 +172,7 @@ class MPIJob:
         if not isinstance(self.use_spot, bool):
             raise BadInput("use_spot", self.use_spot, "True or False")
         if self.max_wait is not None:
-            wait = positive_int("max_wait", self.max_wait, MAX_RUN_LIMIT)
+            wait = run_seconds("max_wait", self.max_wait)
             object.__setattr__(self, "max_wait", wait)
             if not self.use_spot:
                 raise BadInput("max_wait", self.max_wait, "only with use_spot=True")

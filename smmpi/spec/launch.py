@@ -12,6 +12,7 @@ matches them: one or two dashes, ``--name=value`` too.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from smmpi.errors import BadInput
@@ -87,6 +88,28 @@ REFUSED_MCA = {
 }
 _MCA_FLAGS = ("mca", "gmca")
 
+#: How many values each Open MPI 4.1 mpirun option takes (``mpirun --help all``: ``<arg0>``,
+#: ``<arg0> <arg1>``), and the toolkit's own ``--NCCL_DEBUG LEVEL``. Without them mpirun takes
+#: the container's next argument as the value, and the job fails at start on SageMaker.
+VALUE_COUNTS = {
+    **dict.fromkeys(("mca", "gmca"), 2),
+    **dict.fromkeys(
+        (
+            *("am", "app", "bind-to", "c", "np", "cf", "cartofile", "cpu-list", "cpu-set"),
+            *("cpus-per-proc", "cpus-per-rank", "debugger", "default-hostfile", "H", "host"),
+            *("hnp", "hostfile", "launch-agent", "machinefile", "map-by", "max-restarts"),
+            *("max-vm-size", "N", "n", "npernode", "npersocket", "ompi-server"),
+            *("output-filename", "path", "personality", "ppr", "prefix", "preload-files"),
+            *("rank-by", "report-events", "report-pid", "report-uri", "rf", "rankfile"),
+            *("stdin", "timeout", "tune", "wd", "wdir", "x", "xml-file", "xterm"),
+            "NCCL_DEBUG",  # sagemaker_training's own option, read before mpirun's
+        ),
+        1,
+    ),
+}
+#: A value may start with "-" only as a negative number does.
+_NEGATIVE_RE = re.compile(r"-[0-9][0-9.]*")
+
 
 def check_launch_options(argv: Sequence[str], shown: str) -> None:
     """Refuse an option that changes the world or the launch (``shown``: the user's text)."""
@@ -105,3 +128,38 @@ def check_launch_options(argv: Sequence[str], shown: str) -> None:
                 shown,
                 f"options that leave the world and launch to the container ({token}: {why})",
             )
+    check_values(argv, shown)
+
+
+def check_values(argv: Sequence[str], shown: str) -> None:
+    """Refuse an option without its values (``-x`` last, ``-mca btl``, ``--bind-to -x A``):
+    mpirun would take the container's next argument as the value, or fail at start."""
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        name, given = token.lstrip("-").partition("=")[::2]
+        wanted = VALUE_COUNTS.get(name, 0) if token.startswith("-") else 0
+        wanted -= 1 if given and wanted else 0
+        values = argv[i + 1 : i + 1 + wanted]
+        if len(values) < wanted or any(_is_option(v) for v in values):
+            plural = "s" if wanted > 1 else ""
+            raise BadInput(
+                "mpi_options",
+                shown,
+                f"every mpirun option followed by its values ({token} takes {wanted} "
+                f"value{plural}, e.g. {_EXAMPLES.get(name, token + ' VALUE')})",
+            )
+        i += 1 + wanted
+
+
+def _is_option(value: str) -> bool:
+    return value.startswith("-") and not _NEGATIVE_RE.fullmatch(value)
+
+
+_EXAMPLES = {
+    "x": "-x NAME=VALUE",
+    "mca": "-mca btl_tcp_if_include eth0",
+    "gmca": "-gmca btl_tcp_if_include eth0",
+    "bind-to": "--bind-to core",
+    "NCCL_DEBUG": "--NCCL_DEBUG WARN",
+}

@@ -8,13 +8,15 @@ channels, tags, environment) come from botocore's model
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
+from smmpi.aws.facts import MAX_RUN_LIMIT, MAX_RUN_MIN, MAX_RUN_RULE
 from smmpi.aws.limits import check_count, check_hyperparameters, limits
-from smmpi.bounded import existing_problem
+from smmpi.bounded import ascii_int, existing_problem
 from smmpi.errors import BadInput
 from smmpi.spec.checks import Pairs, check_env, parse_mpi_options
 from smmpi.spec.checks import check_hyperparameters as check_hyperparameter_names
@@ -90,6 +92,38 @@ def check_limits(
     check_count("inputs", channels, lim.channels)
     check_count("tags", tags, lim.tags, own=1)  # smmpi:managed=true
     check_count("env", env, lim.environment)
+
+
+def run_seconds(name: str, value: object) -> int:
+    """``max_run``, ``max_wait``: whole seconds in SageMaker's range for a job's run time;
+    an int, or its ASCII digits (the CLI form)."""
+    number = ascii_int(value) if isinstance(value, str) else value
+    if not _within(number) or not isinstance(number, int):
+        raise BadInput(name, value, MAX_RUN_RULE)
+    return number
+
+
+def check_timeout(value: object, name: str = "timeout") -> float | None:
+    """A local run's timeout (None: none) stands for the job's ``max_run``, so it takes
+    SageMaker's range (fractions too): ``1e-9`` would stop a run before it starts, ``1e30``
+    never."""
+    if value is None:
+        return None
+    if not _within(value):
+        raise BadInput(name, value, TIMEOUT_RULE)
+    return float(value)
+
+
+#: The range of a local run's ``--timeout``, in words.
+TIMEOUT_RULE = f"seconds from {MAX_RUN_MIN} to {MAX_RUN_LIMIT} (28 days, SageMaker's limit)"
+
+
+def _within(value: object) -> TypeGuard[int | float]:
+    """A finite number (not a bool) in SageMaker's range for MaxRuntimeInSeconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    finite = isinstance(value, int) or math.isfinite(value)  # 10**400 is no float
+    return finite and MAX_RUN_MIN <= value <= MAX_RUN_LIMIT
 
 
 def check_run_choices(

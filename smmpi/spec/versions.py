@@ -50,7 +50,7 @@ def resolve_versions(
 ) -> tuple[str, str]:
     """Check a framework/python version pair against the SDK's image table."""
     default_version, default_py = DEFAULT_VERSIONS[framework]
-    version = version or default_version
+    version = default_version if version is None else version  # "" is refused, not defaulted
     table = training_versions(framework)
     full = table.get("version_aliases", {}).get(version, version)
     entry = table["versions"].get(full)

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from smmpi.toolkit.hosts import HostDirs
-from smmpi.toolkit.images import num_gpus, toolkit_version
+from smmpi.toolkit.images import num_gpus, num_neurons, toolkit_version
 from smmpi.toolkit.shape import JobShape
 
 GROUP = "homogeneousCluster"
@@ -120,7 +120,7 @@ def training_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, Any]:
         "network_interface_name": NETWORK_INTERFACE,
         "num_cpus": shape.num_cpus or os.cpu_count() or 1,
         "num_gpus": num_gpus(shape.instance_type),
-        "num_neurons": 0,
+        "num_neurons": num_neurons(shape.instance_type),
         "resource_config": resource_config(shape, host),
         "user_entry_point": shape.script,
         **_groups(shape),
@@ -161,7 +161,7 @@ def sm_env(shape: JobShape, dirs: HostDirs, host: str) -> dict[str, str]:
         "output_dir": te["output_dir"],
         "num_cpus": te["num_cpus"],
         "num_gpus": te["num_gpus"],
-        "num_neurons": 0,
+        "num_neurons": te["num_neurons"],
         "model_dir": te["model_dir"],
         "module_dir": te["module_dir"],
         "training_env": te,

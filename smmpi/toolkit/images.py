@@ -9,7 +9,10 @@ to the machine: here they must find this machine's interpreter and MPI.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
+from importlib import resources
 
 _COMMON = {
     "PYTHONDONTWRITEBYTECODE": "1",
@@ -52,33 +55,24 @@ _PYTHON_BUILDS = {
     "tensorflow-training:2.19.0-gpu-py312": "3.12.11",
 }
 
-# GPUs per accelerated instance type (EC2's published figures); the toolkit counts them
-# with ``nvidia-smi --list-gpus`` into SM_NUM_GPUS.
-_ONE_GPU_SIZES = ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")
-_GPUS: dict[str, int] = {
-    "ml.p2.xlarge": 1,
-    "ml.p2.8xlarge": 8,
-    "ml.p2.16xlarge": 16,
-    "ml.p3.2xlarge": 1,
-    "ml.p3.8xlarge": 4,
-    "ml.p3.16xlarge": 8,
-    "ml.p3dn.24xlarge": 8,
-    "ml.p4d.24xlarge": 8,
-    "ml.p4de.24xlarge": 8,
-    "ml.p5.48xlarge": 8,
-    "ml.p5e.48xlarge": 8,
-    "ml.p5en.48xlarge": 8,
-    "ml.p6-b200.48xlarge": 8,
-    **{f"ml.{g}.{s}": 1 for g in ("g4dn", "g5", "g6", "g6e") for s in _ONE_GPU_SIZES},
-    **{f"ml.{g}.12xlarge": 4 for g in ("g4dn", "g5", "g6", "g6e")},
-    **{f"ml.{g}.24xlarge": 4 for g in ("g5", "g6", "g6e")},
-    **{f"ml.{g}.48xlarge": 8 for g in ("g5", "g6", "g6e")},
-}
+
+@functools.lru_cache(maxsize=1)
+def _accelerators() -> dict[str, dict[str, int]]:
+    """GPUs and NeuronCores per accelerated instance type: ``smmpi/data/accelerators.json``,
+    compiled from AWS's published instance specifications (the file names them)."""
+    text = resources.files("smmpi").joinpath("data/accelerators.json").read_text(encoding="utf-8")
+    table: dict[str, dict[str, int]] = json.loads(text)
+    return {"gpus": table["gpus"], "neuron_cores": table["neuron_cores"]}
 
 
 def num_gpus(instance_type: str) -> int:
-    """SM_NUM_GPUS on this instance type (0 for CPU types and unknown ones)."""
-    return _GPUS.get(instance_type, 0)
+    """SM_NUM_GPUS on this instance type (0 for CPU and Trainium types, and unknown ones)."""
+    return _accelerators()["gpus"].get(instance_type, 0)
+
+
+def num_neurons(instance_type: str) -> int:
+    """SM_NUM_NEURONS on this instance type: its NeuronCores (0 but on Trainium)."""
+    return _accelerators()["neuron_cores"].get(instance_type, 0)
 
 
 def framework_of(image: str) -> str:

@@ -174,8 +174,9 @@ def shape_from_program(
     ``sagemaker_submit_directory`` (the caller resolves them as a submit would).
     """
     instance_type = check_instance_type(instance_type)
+    chosen = framework.name
     framework_name, version, py = check_framework(
-        framework.name or program.framework_hint or DEFAULT_FRAMEWORK,
+        (program.framework_hint or DEFAULT_FRAMEWORK) if chosen is None else chosen,
         framework.version,
         framework.py_version,
     )

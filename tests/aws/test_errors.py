@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
@@ -13,8 +15,10 @@ from smmpi.aws.errors import (
     aws_errors,
     error_code,
     error_line,
+    scrub,
 )
 from smmpi.errors import SmmpiError
+from tests.helpers import base_env, free_port, smmpi
 
 
 def _client_error(code: str, message: str, operation: str = "DescribeTrainingJob") -> ClientError:
@@ -71,3 +75,31 @@ def test_an_answer_not_in_the_apis_format_is_named_by_its_http_status() -> None:
         response = {"Error": {"Code": "Unknown"}, "ResponseMetadata": {"HTTPStatusCode": status}}
         err = ClientError(response, "DescribeTrainingJob")  # type: ignore[arg-type]
         assert error_line(err) == f"{status}: {phrase}"
+
+
+def test_an_endpoints_password_is_never_in_a_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``user:password@`` in a URL is cut from every line, and so is the password itself
+    wherever the message repeats it, as credentials' values are."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://user:Pa55-w0rd-x@127.0.0.1:9")
+    line = scrub("could not reach http://user:Pa55-w0rd-x@127.0.0.1:9/ (password Pa55-w0rd-x)")
+    assert "Pa55-w0rd-x" not in line and "user:" not in line, line
+    assert line.startswith("could not reach http://***@127.0.0.1:9/"), line
+    assert "https://***@h/x" in scrub("see https://other:secret@h/x")
+
+
+@pytest.mark.parametrize("command", [["jobs"], ["status", "some-job"], ["doctor"]])
+def test_no_command_prints_the_password_of_aws_endpoint_url(
+    tmp_path: Path, command: list[str]
+) -> None:
+    env = base_env(tmp_path)
+    env.update(
+        AWS_ENDPOINT_URL=f"http://smmpi:Hunter2-endpoint-pw@127.0.0.1:{free_port()}",
+        AWS_ACCESS_KEY_ID="AKIAEXAMPLEEXAMPLE12",
+        AWS_SECRET_ACCESS_KEY="testing-secret-do-not-print",
+        AWS_REGION="us-west-2",
+    )
+    result = smmpi(command, env, timeout=180)
+    output = result.stdout + result.stderr
+    assert "127.0.0.1" in output, output  # the endpoint is named...
+    assert "Hunter2-endpoint-pw" not in output and "smmpi:Hunter2" not in output, output
+    assert "***@127.0.0.1" in output, output  # ...without its password

@@ -85,7 +85,7 @@ def test_arguments_after_the_dash_dash_follow_the_hyperparameters(tmp_path: Path
 )
 def test_a_bad_choice_is_one_line_exit_2(tmp_path: Path, flags: list[str], field: str) -> None:
     script = write(tmp_path / "show.py", SHOW)
-    env = base_env(tmp_path)
+    env = {**base_env(tmp_path), "TMPDIR": str(tmp_path)}  # where a run folder would be made
     args = ["run", *flags] if "--from-job" in flags else ["run", str(script), *flags]
     r = smmpi(args, env, cwd=tmp_path)
     assert r.returncode == 2, (r.stdout, r.stderr)

@@ -206,12 +206,15 @@ def test_session_files_that_do_not_fit_stop_the_run(
     small_tmpfs: Path, fault_env: dict[str, str], tmp_path: Path
 ) -> None:
     """The room runs out once the run has started (here: a session folder of the user's own,
-    which processes mode honours): ranks fail in MPI_Init and mpirun hangs; the run is
-    stopped within seconds, and one line says why."""
+    `--mpi-options "-mca orte_tmpdir_base DIR"`, which processes mode's mpirun honours):
+    ranks fail in MPI_Init and mpirun hangs; the run is stopped within seconds, and one line
+    says why."""
     prog = _program(tmp_path, "comm.Barrier()\n")
-    env = {**fault_env, "OMPI_MCA_orte_tmpdir_base": str(small_tmpfs)}
+    own = ["--mpi-options", f"-mca orte_tmpdir_base {small_tmpfs}"]
     start = time.monotonic()
-    r = _run(prog, env, "-N", "2", "-n", "2", "--isolation", "processes", "--timeout", "120")
+    r = _run(
+        prog, fault_env, "-N", "2", "-n", "2", "--isolation", "processes", "--timeout", "120", *own
+    )
     assert r.returncode == 1, r.stderr
     assert _last_line(r.stderr).startswith(f"smmpi: {small_tmpfs} is too small or full ("), r.stderr
     assert "Open MPI could not create its session files" in _last_line(r.stderr)
@@ -436,3 +439,20 @@ def test_the_failure_scan_reads_a_table_of_pitfalls() -> None:
     custom = FailureScan(pitfalls=Pitfall.rows(table))
     custom.feed("[1,2]<stderr>:RuntimeError: CUDA error: invalid_device")
     assert [p.note for p in custom.found] == ["no GPU here; use CPU"]
+
+
+def test_open_mpi_without_ssh_is_named_from_its_own_message() -> None:
+    """Open MPI 4.1.8's words when its rsh launcher finds neither ssh nor rsh (exit code 243)."""
+    scan = FailureScan()
+    for line in (
+        "--------------------------------------------------------------------------",
+        'The value of the MCA parameter "plm_rsh_agent" was set to a path',
+        "that could not be found:",
+        "  plm_rsh_agent: ssh : rsh",
+    ):
+        scan.feed(line)
+    assert [p.key for p in scan.found] == ["no-rsh-agent"]
+    assert scan.note(scan.found[0]) == (
+        "Open MPI found no ssh or rsh to start its daemons with; "
+        "install openssh-client (apt-get install openssh-client)"
+    )

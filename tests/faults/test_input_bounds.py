@@ -168,22 +168,36 @@ def test_a_fifo_as_the_entry_script_is_one_line_not_a_hang(
     no_local_job(env)
 
 
-@pytest.mark.parametrize("special", ["fifo", "device-link"])
+SPECIAL_SOURCES = {
+    "fifo": "FIFO",
+    "device-link": "character device",
+    "environ-link": "in /proc, the kernel's",
+    "sys-link": "in /sys, the kernel's",
+}
+
+
+@pytest.mark.parametrize("special", list(SPECIAL_SOURCES))
 @pytest.mark.parametrize("mode", [["--dry-run"], ["--local"]])
 def test_a_special_file_in_the_source_dir_is_one_line(
     special: str, mode: list[str], env: dict[str, str], tmp_path: Path
 ) -> None:
-    """Refused, not skipped: what ships must be what runs, and reading one never ends."""
+    """Refused, not skipped: what ships must be what runs, and reading one never ends; nor
+    does smmpi's own environment (/proc/self/environ) ship with the code."""
     code = tmp_path / "code"
     code.mkdir()
     (code / "train.py").write_text("print('hi')\n")
     if special == "fifo":
         _fifo(code / "queue")
     else:
-        (code / "queue").symlink_to("/dev/zero")
+        target = {
+            "device-link": "/dev/zero",
+            "environ-link": "/proc/self/environ",
+            "sys-link": "/sys/kernel/uevent_seqnum",
+        }
+        (code / "queue").symlink_to(target[special])
     args = ["submit", str(code / "train.py"), "-N", "1", "-n", "2", "--source-dir", str(code)]
     done = limited([*args, *mode], env, 30)
-    refused(done, "source_dir", "queue", "FIFO" if special == "fifo" else "character device")
+    refused(done, "source_dir", "queue", SPECIAL_SOURCES[special])
     no_local_job(env)
 
 
@@ -197,21 +211,55 @@ def test_an_entry_script_over_the_size_limit_is_one_line(
     refused(limited(["submit", str(entry), "-N", "1", "-n", "2", "--dry-run"], env), "limit")
 
 
-@pytest.mark.parametrize("source", ["fifo-in-folder", "device"])
+SPECIAL_CHANNELS = {
+    "fifo-in-folder": "FIFO",
+    "fifo": "FIFO",
+    "device": "in /dev, the kernel's files",
+    "proc-environ": "in /proc, the kernel's files",
+    "link-to-proc": "in /proc, the kernel's files",
+    "link-in-folder-to-environ": "in /proc, the kernel's files",
+    "sys": "in /sys, the kernel's files",
+}
+
+
+KERNEL_URIS = {
+    "device": "file:///dev/zero",
+    "proc-environ": "file:///proc/self/environ",
+    "sys": "file:///sys/kernel",
+}
+
+
+def _special_channel(source: str, tmp_path: Path) -> str:
+    """A ``file://`` channel of ``source``'s kind (the folder ``data`` holds regular files too)."""
+    if source in KERNEL_URIS:
+        return KERNEL_URIS[source]
+    if source == "fifo":
+        return _fifo(tmp_path / "fifo").as_uri()
+    if source == "link-to-proc":
+        (tmp_path / "proc").symlink_to("/proc")
+        return (tmp_path / "proc").as_uri()
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "part-0").write_text("1 2 3\n")
+    if source == "fifo-in-folder":
+        _fifo(data / "part-1")
+    else:
+        (data / "part-1").symlink_to("/proc/self/environ")
+    return data.as_uri()
+
+
+@pytest.mark.parametrize("source", list(SPECIAL_CHANNELS))
 def test_a_file_channel_of_special_files_is_one_line(
     source: str, env: dict[str, str], tmp_path: Path
 ) -> None:
-    if source == "device":
-        uri = "file:///dev/zero"
-    else:
-        data = tmp_path / "data"
-        data.mkdir()
-        (data / "part-0").write_text("1 2 3\n")
-        _fifo(data / "part-1")
-        uri = data.as_uri()
+    """Nothing of this machine's kernel (smmpi's own environment, with its AWS keys, is
+    /proc/self/environ) nor a file that never ends reaches the ranks: one line, exit 2."""
+    env["AWS_SECRET_ACCESS_KEY"] = SECRET
+    uri = _special_channel(source, tmp_path)
     args = ["submit", "demo", "-N", "1", "-n", "2", "--local", "--input", f"train={uri}"]
     done = limited(args, env, 60)
-    refused(done, "train", "FIFO" if source != "device" else "character device")
+    refused(done, "train", SPECIAL_CHANNELS[source])
+    assert SECRET not in done.stderr + done.stdout
     no_local_job(env)
 
 

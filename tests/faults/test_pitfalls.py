@@ -176,3 +176,17 @@ def test_mpi_io_on_each_instances_own_tmp_is_named_at_the_timeout(
     shared = smmpi(argv, {**fault_env, "SMMPI_ISOLATION": "processes"}, timeout=200)
     assert shared.returncode == 0, shared.stderr
     assert "wrote 0" in shared.stdout and "wrote 1" in shared.stdout
+
+
+def test_an_open_mpi_launcher_setting_in_the_job_environment_is_named(
+    fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    """algo-1's mpirun reads the container's environment: OMPI_MCA_plm=isolated there makes
+    it place every rank on algo-1, which has n slots of the N x n ("not enough slots")."""
+    text = "from mpi4py import MPI\nprint('rank', MPI.COMM_WORLD.rank)\n"
+    r = _run(fault_env, "hosts", tmp_path / "prog", text, "--env", "OMPI_MCA_plm=isolated")
+    line = _last_line(r)
+    assert r.returncode == 1, r.stderr
+    assert line.startswith("smmpi: mpirun exited with code 1 (Open MPI started every rank on"), line
+    assert "leave OMPI_MCA_plm and the other launcher settings out of the job's environment" in line
+    assert _run(fault_env, "hosts", tmp_path / "prog", text).returncode == 0

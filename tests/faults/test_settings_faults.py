@@ -52,6 +52,8 @@ SETTINGS = {
     "role": ("SMMPI_ROLE", "not-an-arn"),
     "bucket": ("SMMPI_BUCKET", "Not_A_Bucket"),
     "region": ("SMMPI_REGION", "xx-fake-9"),
+    "gpus-words": ("SMMPI_GPUS", "0, the big one"),
+    "gpus-twice": ("SMMPI_GPUS", "0,1,0"),
 }
 
 

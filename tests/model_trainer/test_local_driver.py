@@ -147,6 +147,17 @@ def test_the_ranks_get_no_credentials_of_this_shell(tmp_path: Path) -> None:
         assert "'AWS_ACCESS_KEY_ID'" in line and "'AWS_SECRET_ACCESS_KEY'" in line
 
 
+def test_this_shells_open_mpi_settings_reach_no_instance(tmp_path: Path) -> None:
+    """The driver's mpirun on algo-1 reads its instance's environment: this shell's
+    OMPI_MCA_plm=isolated there would start every rank on algo-1 ("not enough slots")."""
+    program = write(tmp_path / "world.py", WORLD)
+    env = {**env_for(tmp_path), "OMPI_MCA_plm": "isolated", "PMIX_MCA_gds": "hash"}
+    code, out, err = local_run(tmp_path, program, 2, 1, env=env)
+    assert code == 0, err[-3000:]
+    assert ranks(out + err) == expected(2, 1)
+    assert "smmpi: left out this shell's Open MPI settings (OMPI_MCA_plm, PMIX_MCA_gds)" in err
+
+
 def test_a_file_channel_reaches_every_instance(tmp_path: Path) -> None:
     """``--input train=file:///DIR``, as for the estimators: DIR's files are in
     /opt/ml/input/data/train on every instance, and the request names the folder."""

@@ -16,7 +16,7 @@ import pytest
 from tests.helpers import BIN, write
 from tests.model_trainer.test_local_driver import FAILS, WORLD
 from tests.sdk.sdk3 import sdk3_python
-from tests.serve.serving import ROLE, ServeProcess
+from tests.serve.serving import ROLE, ServeProcess, make_role
 
 pytestmark = pytest.mark.aws
 
@@ -76,10 +76,8 @@ def _train(
     write(source / "fails.py", FAILS)
     head, python = (V2, str(BIN / "python")) if sdk == "v2" else (V3, sdk3_python())
     script = head + TRAIN.format(image=IMAGE, role=ROLE, source=source, entry=entry, sdk=sdk)
+    make_role(serve)  # v3 checks that it exists and trusts SageMaker (IAM's GetRole)
     env = {**serve.env, **guard, "COLUMNS": "400"}
-    # v3 checks the role's permissions with IAM's SimulatePrincipalPolicy, which serve's
-    # IAM (moto's) does not answer
-    env["SAGEMAKER_VALIDATE_ROLE"] = "false"
     return subprocess.run(
         [python, "-c", script], env=env, capture_output=True, text=True, timeout=600
     )

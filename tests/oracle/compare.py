@@ -1,7 +1,7 @@
 """Equality modulo the documented substitutions, with differences named variable by variable.
 
 The substitutions, and nothing else, are what may differ between the container
-and a run here (README, "Differential tests against the real toolkit"):
+and a run here (docs/DEVELOPMENT.md, "Differential tests against the real toolkit"):
 
 1. host tree root: ``<run>/algo-k/opt/ml`` (processes mode) stands for ``/opt/ml``;
 2. interpreter: the toolkit venv's ``sys.executable`` and smmpi's rank interpreter
@@ -14,7 +14,9 @@ and a run here (README, "Differential tests against the real toolkit"):
 5. ``SAGEMAKER_BASE_DIR``, the toolkit's switch to a host tree, exists only in the oracle;
 6. in a local run, what smmpi leaves to this machine or adds for its own supervision
    (:data:`LOCAL_ONLY`): HOME and TMPDIR, the machine's PATH and LD_LIBRARY_PATH, the toolkit's
-   LD_PRELOAD (its gethostname shim is not installed here), and ``SMMPI_*``.
+   LD_PRELOAD (its gethostname shim is not installed here), ``SMMPI_*``, and
+   ``CUDA_VISIBLE_DEVICES`` (each instance's share of this machine's GPUs, where it has
+   enough; a SageMaker instance sees all of its own).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 ORACLE_ONLY = frozenset({"SAGEMAKER_BASE_DIR"})
-LOCAL_ONLY = frozenset({"HOME", "TMPDIR", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD"})
+LOCAL_ONLY = frozenset(
+    {"HOME", "TMPDIR", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "CUDA_VISIBLE_DEVICES"}
+)
 LOCAL_PREFIX = "SMMPI_"
 MACHINE = ("PATH", "LD_LIBRARY_PATH")
 

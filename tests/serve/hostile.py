@@ -31,6 +31,7 @@ class Raw:
     after: Callable[[dict[str, str]], None] | None = None  # change headers after signing
     tamper_body: bytes | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    shape: str | None = None  # the error's protocol: "json" or "xml" (None: the signed service's)
 
 
 def params(**fields: Any) -> bytes:

@@ -43,7 +43,7 @@ class ServeProcess:
                 if line.startswith("export "):
                     name, _, value = line[7:].strip().partition("=")
                     self.exports[name] = value
-                if "listening on" in line:
+                if line.startswith("smmpi serve: listening on"):  # not the warning
                     ready.set()
             ready.set()
 
@@ -136,6 +136,30 @@ def make_bucket(serve: ServeProcess, bucket: str) -> None:
     serve.client("s3").create_bucket(
         Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION}
     )
+
+
+#: The trust policy of a SageMaker execution role.
+SAGEMAKER_TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }
+    ],
+}
+
+
+def make_role(serve: ServeProcess) -> None:
+    """``ROLE`` in serve's IAM, trusting SageMaker, as a user's execution role exists in theirs."""
+    iam = serve.client("iam")
+    try:
+        iam.create_role(
+            RoleName=ROLE.rpartition("/")[2], AssumeRolePolicyDocument=json.dumps(SAGEMAKER_TRUST)
+        )
+    except iam.exceptions.EntityAlreadyExistsException:
+        pass
 
 
 def put_source(serve: ServeProcess, request: dict[str, Any], source: bytes) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -32,6 +33,9 @@ pytestmark = pytest.mark.aws
         (["--port", "70000"], "--port"),
         (["--port", "-1"], "--port"),
         (["--isolation", "vm"], "--isolation"),
+        (["--bind", "evil host"], "--bind"),
+        (["--bind", "203.0.113.5"], "--bind"),  # TEST-NET-3: no address of this machine
+        (["--bind", "127.0.0.1:80"], "--bind"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(
@@ -45,6 +49,22 @@ def test_bad_options_are_one_line_and_exit_2(
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and says in done.stderr
     assert not state.exists()
+
+
+def test_a_busy_port_is_one_line_naming_it_and_exit_2(env: dict[str, str], tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [str(BIN / "smmpi"), "serve", "--state", str(tmp_path / "state"), "--port", str(port)],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"smmpi: invalid --port: {port}; allowed: a free port on 127.0.0.1 (0: any free port)"
+    ]
+    assert not (tmp_path / "state").exists()
 
 
 def test_a_state_path_that_is_a_file_or_a_link_is_refused(
@@ -65,6 +85,7 @@ def test_binding_beyond_loopback_warns(env: dict[str, str], tmp_path: Path) -> N
     serve = ServeProcess(tmp_path / "state", env, "--bind", "0.0.0.0")
     try:
         assert any("warning: listening on 0.0.0.0" in line for line in serve.lines)
+        assert serve.client("sagemaker").list_training_jobs()["TrainingJobSummaries"] == []
     finally:
         serve.stop()
 

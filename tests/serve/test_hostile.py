@@ -142,6 +142,7 @@ def _cases() -> list[tuple[str, Raw, int, str]]:
         ("vpc-bad", {"VpcConfig": {"SecurityGroupIds": [], "Subnets": []}}),
         ("checkpoint-bad", {"CheckpointConfig": {"S3Uri": "file:///etc"}}),
         ("spot-not-bool", {"EnableManagedSpotTraining": "yes"}),
+        ("channels-same-name", {"InputDataConfig": [{"ChannelName": "train", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://b/p{i}"}}} for i in range(2)]}),
     ]  # fmt: skip
     for label, change in bad_fields:
         c.append((f"field-{label}", Raw(body=_request(**change)), 400, "ValidationException"))
@@ -196,7 +197,54 @@ def _cases() -> list[tuple[str, Raw, int, str]]:
         ("delete-job", Raw(target="SageMaker.DeleteTrainingJob"), 400, "UnknownOperationException"),
     ]  # fmt: skip
     c += others
+    c += _scope_cases()
     return c
+
+
+_FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+_IDENTITY = b"Action=GetCallerIdentity&Version=2011-06-15"
+_LIST = "SageMaker.ListTrainingJobs"
+
+
+def _scope_cases() -> list[tuple[str, Raw, int, str]]:
+    """Signed for another service or an unknown region, or with a body its signature does
+    not cover: each refused in the shape of the operation's own protocol."""
+    unsigned = {"X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD"}
+    return [
+        ("scope-s3-for-sagemaker", Raw(service="s3", target=_LIST, shape="json"), 403, "InvalidSignatureException"),
+        ("scope-iam-for-sagemaker", Raw(service="iam", target=_LIST, shape="json"), 403, "InvalidSignatureException"),
+        ("scope-sts-for-sagemaker", Raw(service="sts", target=_LIST, shape="json"), 403, "InvalidSignatureException"),
+        ("scope-ec2-for-sagemaker", Raw(service="ec2", target=_LIST, shape="json"), 403, "InvalidSignatureException"),
+        ("scope-logs-for-sagemaker", Raw(service="logs", target=_LIST, shape="json"), 403, "InvalidSignatureException"),
+        ("scope-sagemaker-for-logs", Raw(target="Logs_20140328.DescribeLogGroups"), 403, "InvalidSignatureException"),
+        ("scope-logs-for-sts", Raw(service="logs", target=None, body=_IDENTITY, extra=_FORM, shape="xml"), 403,
+         "SignatureDoesNotMatch"),
+        ("scope-iam-for-sts", Raw(service="iam", target=None, body=_IDENTITY, extra=_FORM), 403, "SignatureDoesNotMatch"),
+        ("scope-s3-for-sts", Raw(service="s3", target=None, body=_IDENTITY, extra=_FORM), 403, "SignatureDoesNotMatch"),
+        ("scope-sts-by-host", Raw(service="sts", target=None, method="GET", path="/", body=b"",
+                                  extra={"Host": "s3.us-west-2.amazonaws.com"}), 403, "SignatureDoesNotMatch"),
+        ("region-unknown", Raw(target=_LIST, region="xx-fake-9"), 403, "InvalidSignatureException"),
+        ("region-empty-ish", Raw(target=_LIST, region="us-west-99"), 403, "InvalidSignatureException"),
+        ("region-unknown-s3", Raw(service="s3", target=None, method="GET", body=b"", region="xx-fake-9"), 403,
+         "SignatureDoesNotMatch"),
+        ("region-unknown-logs", Raw(service="logs", target="Logs_20140328.DescribeLogGroups", region="xx-fake-9"), 403,
+         "InvalidSignatureException"),
+        ("region-unknown-sts", Raw(service="sts", target=None, body=_IDENTITY, extra=_FORM, region="xx-fake-9"), 403,
+         "SignatureDoesNotMatch"),
+        ("payload-unsigned", Raw(target=_LIST, extra=unsigned), 403, "InvalidSignatureException"),
+        ("payload-unsigned-replayed", Raw(target=_LIST, extra=unsigned, tamper_body=params(MaxResults=1)), 403,
+         "InvalidSignatureException"),
+        ("payload-unsigned-after", Raw(target=_LIST, after=_set_header("X-Amz-Content-SHA256", "UNSIGNED-PAYLOAD")),
+         403, "InvalidSignatureException"),
+        ("payload-streaming", Raw(target=_LIST, extra={"X-Amz-Content-SHA256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"}),
+         403, "InvalidSignatureException"),
+        ("payload-logs-unsigned", Raw(service="logs", target="Logs_20140328.DescribeLogGroups", extra=unsigned), 403,
+         "InvalidSignatureException"),
+        ("payload-sts-unsigned", Raw(service="sts", target=None, body=_IDENTITY, extra={**_FORM, **unsigned}), 403,
+         "SignatureDoesNotMatch"),
+        ("s3-key-1025", Raw(service="s3", target=None, method="PUT", path="/hostile-bucket/" + "k" * 1025, body=b"x"),
+         400, "KeyTooLongError"),
+    ]  # fmt: skip
 
 
 def _template() -> None:
@@ -230,7 +278,7 @@ def test_a_hostile_request_gets_an_error_and_changes_nothing(
     before = _state(serve)
     got, headers, body = send(serve.url, own, raw)
     assert got == status, body[:500]
-    if raw.service in ("sagemaker", "logs", "ec2"):
+    if raw.shape == "json" or (raw.shape is None and raw.service in ("sagemaker", "logs", "ec2")):
         answer = json.loads(body)
         assert answer["__type"] == code, answer
         assert answer["message"]
@@ -257,3 +305,36 @@ def test_garbage_on_the_socket_does_not_take_the_server_down(serve: ServeProcess
     own = (serve.exports["AWS_ACCESS_KEY_ID"], serve.exports["AWS_SECRET_ACCESS_KEY"])
     ok, _, _ = send(serve.url, own, Raw(target="SageMaker.ListTrainingJobs", body=b"{}"))
     assert ok == 200
+
+
+MALFORMED = [
+    (b"\x00\x01\x02garbage\r\n\r\n", 400),
+    (b"NONSENSE\r\n\r\n", 400),
+    (b"GET / HTTP/9.9\r\n\r\n", 505),
+    (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", 414),
+    (b"GET / HTTP/1.1\r\n" + b"X-Many: y\r\n" * 200 + b"\r\n", 431),
+    (b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: abc\r\n\r\n{}", 400),
+    (b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -5\r\n\r\n{}", 400),
+    (b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 411),
+    (b"POST / HTTP/1.1\r\nHost: h\r\nX-Amz-Target: SageMaker.ListTrainingJobs\r\n"
+     b"Content-Length: 5\r\n\r\nnope!", 403),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("junk", "status"), MALFORMED, ids=[str(i) for i in range(len(MALFORMED))])
+def test_malformed_http_gets_sagemakers_json_error_shape(
+    serve: ServeProcess, junk: bytes, status: int
+) -> None:
+    host, port = serve.url[7:].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(junk)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    assert lines[0].startswith(f"HTTP/1.1 {status} "), answer[:300]
+    assert "Content-Type: application/x-amz-json-1.1" in lines, lines
+    error = json.loads(body)
+    assert set(error) == {"__type", "message"} and error["__type"] and error["message"], error

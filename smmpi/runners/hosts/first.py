@@ -5,6 +5,11 @@ any other enters it. That process mounts the instance's /proc (with what a conta
 not write read-only), makes the ids inside start at the instance's offset (so that ids
 ranks record are unique in the run), then reaps every process that loses its parent
 in the instance and kills what ranks that have ended left behind (strays.py).
+
+It ends, as a container ends with its first process, on a signal that a process of the
+instance sends it (SIGTERM, SIGINT, SIGHUP, SIGQUIT or SIGUSR1; SIGKILL from inside its
+namespace does not reach it), and then records which process sent it, and the rank
+it belongs to (``init-HOST.json``): every process of the instance ends with it.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ def protect_proc() -> None:
             kernel.mount("/dev/null", path, None, kernel.MS_BIND)
 
 
+#: What ends the first process (the pod's relayed signals: their handlers are inherited).
+ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)
 SWEEP_SECONDS = 0.25  # between looks for processes left by ranks that have ended
 
 
@@ -52,14 +59,20 @@ def _init(ready: int, first_pid: int, strays: Strays | None) -> None:
         os.write(ready, str(err).encode())
         os._exit(1)
     os.close(ready)
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD, *ENDING])
     while True:
         with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass
         if strays is not None:
             strays.sweep()
-        signal.sigtimedwait([signal.SIGCHLD], SWEEP_SECONDS if strays is not None else 5.0)
+        got = signal.sigtimedwait(
+            [signal.SIGCHLD, *ENDING], SWEEP_SECONDS if strays is not None else 5.0
+        )
+        if got is not None and got.si_signo in ENDING:
+            if strays is not None and got.si_pid:  # (0: sent from outside the instance)
+                strays.record_init_end(got.si_signo, got.si_pid)
+            os._exit(128 + got.si_signo)
 
 
 def start(first_pid: int, strays: Strays | None = None) -> int:

@@ -34,7 +34,7 @@ _OPEN_DIR = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 @dataclass(frozen=True)
 class Instance:
     name: str  # algo-k
-    address: str  # eth0's IPv4 address
+    address: str  # eth0's IPv4 address; "": no network of its own (this machine's)
     netmask: str
     opt_ml: str  # this instance's tree, seen at /opt/ml inside
     hosts: str  # the text of /etc/hosts inside
@@ -237,17 +237,23 @@ def _write_file(path: str, data: bytes) -> None:
 
 def set_up(instance: Instance) -> None:
     """Namespaces, hostname and mounts: everything but eth0, which the bridge side creates."""
+    own_network = kernel.CLONE_NEWNET if instance.address else 0
     kernel.unshare(
         kernel.CLONE_NEWUTS
         | kernel.CLONE_NEWIPC
-        | kernel.CLONE_NEWNET
+        | own_network
         | kernel.CLONE_NEWCGROUP
         | kernel.CLONE_NEWNS
     )
     kernel.sethostname(instance.name)
     kernel.mount(None, "/", None, kernel.MS_REC | kernel.MS_PRIVATE)
     private_opt_ml(instance.opt_ml)
-    private_sysfs()
+    if own_network:
+        private_sysfs()
+    else:  # this machine's network, and so its sysfs, read-only
+        kernel.mount("/sys", "/sys", None, kernel.MS_BIND | kernel.MS_REC)
+        for point in ["/sys", *_mounts_under("/sys")]:
+            kernel.read_only(point)
     own_etc = private_etc(instance.hosts)
     if own_etc and not instance.ssh_keys:  # in exact mode the toolkit or sshd.py writes it
         worker_environment(instance.opt_ml)
@@ -261,7 +267,8 @@ def set_up(instance: Instance) -> None:
         # its workers only, as here
         written = instance.ssh_log and instance.worker
         sshd.configure(instance.ssh_keys, instance.env if written else None)
-    kernel.link_up("lo")
+    if own_network:
+        kernel.link_up("lo")
 
 
 def hold(instance: Instance, report: int, go: int) -> int:
@@ -276,7 +283,8 @@ def hold(instance: Instance, report: int, go: int) -> int:
         os.write(report, b"ok\n")
         if os.read(go, 1) != b"g":  # the pod has moved eth0 in, or has ended
             return 0
-        kernel.link_up("eth0", instance.address, instance.netmask)
+        if instance.address:  # (none: the instance is on this machine's network)
+            kernel.link_up("eth0", instance.address, instance.netmask)
         os.write(report, b"ok\n")
     except OSError as err:
         os.write(report, f"{instance.name}: {err}\n".encode())

@@ -59,9 +59,17 @@ def setns(fd: int, nstype: int = 0) -> None:
 INSTANCE_KINDS = ("uts", "ipc", "net", "cgroup", "mnt")
 
 
+def _ns_id(path: str) -> tuple[int, int]:
+    info = os.stat(path)
+    return info.st_dev, info.st_ino
+
+
 def enter(pid: int, kinds: tuple[str, ...] = INSTANCE_KINDS) -> None:
-    """Join the namespaces of process ``pid`` (as nsenter -t pid does), then cd to /."""
-    fds = [os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC) for kind in kinds]
+    """Join the namespaces of process ``pid`` (as nsenter -t pid does), then cd to /.
+
+    One this process is in already is left alone (an instance on this machine's network)."""
+    wanted = [k for k in kinds if _ns_id(f"/proc/{pid}/ns/{k}") != _ns_id(f"/proc/self/ns/{k}")]
+    fds = [os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC) for kind in wanted]
     try:
         for fd in fds:
             setns(fd)

@@ -16,10 +16,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,9 +31,7 @@ __all__ = [
     "agent_path",
     "command",
     "pod_env",
-    "quick_reason",
     "start",
-    "unavailable_reason",
 ]
 
 _SBIN = ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
@@ -76,6 +72,9 @@ class Pod:
     # writes there stays in its instance (exact mode's toolkit interpreter, where the
     # toolkit pip-installs the code's requirements, as into a container's own image).
     own_copies: tuple[Path, ...] = ()
+    # False: the instances use this machine's network, not eth0s on a bridge of their own (a
+    # code's install, which reaches the user's package index as a container's does).
+    own_network: bool = True
 
 
 @dataclass(frozen=True)
@@ -159,6 +158,7 @@ def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> di
         "env": dict(env),
         "cwd": cwd,
         "userns": needs_user_namespace(),
+        "own_network": pod.own_network,
         "ip": tool("ip") or "ip",
     }
 
@@ -224,69 +224,3 @@ def start(
         )
     finally:
         pod_command.close()
-
-
-def _namespaces_refused() -> str | None:
-    """Try, in a forked child, to create the namespaces a pod needs (a few milliseconds)."""
-    flags = kernel.CLONE_NEWNET | kernel.CLONE_NEWUTS | kernel.CLONE_NEWNS
-    if needs_user_namespace():
-        flags |= kernel.CLONE_NEWUSER
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover (runs in the child)
-        code = 0
-        try:
-            kernel.unshare(flags)
-        except OSError as err:
-            os.write(write_end, str(err).encode())
-            code = 1
-        os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        message = pipe.read().decode(errors="replace")
-    os.waitpid(child, 0)
-    return message or None
-
-
-@lru_cache(maxsize=1)
-def quick_reason() -> str | None:
-    """None when this machine lets smmpi create isolated hosts; else one line saying why not.
-
-    Cheap enough to run before every run: the tools, the paths and one unshare(2).
-    """
-    if not sys.platform.startswith("linux"):
-        return f"isolated hosts need Linux namespaces; this is {sys.platform}"
-    for name in ("ip",):
-        if tool(name) is None:
-            return f"`{name}` not found (iproute2)"
-    for path in ("/opt", "/etc"):
-        if not os.path.exists(path):
-            return f"{path} does not exist, so it cannot be overlaid per instance"
-    refused = _namespaces_refused()
-    if refused:
-        who = "root" if not needs_user_namespace() else "an unprivileged user"
-        return f"the kernel refuses namespaces to {who} here ({refused})"
-    return None
-
-
-def unavailable_reason() -> str | None:
-    """:func:`quick_reason`, then a real two-instance pod whose agent hops to algo-2."""
-    reason = quick_reason()
-    if reason:
-        return reason
-    with tempfile.TemporaryDirectory(prefix="smmpi-probe-") as tmp:
-        run_dir = Path(tmp)
-        trees = (run_dir / "algo-1", run_dir / "algo-2")
-        for tree in trees:
-            tree.mkdir()
-        pod = Pod(("algo-1", "algo-2"), trees, run_dir)
-        on_algo_2 = "'test \"$(hostname)\" = algo-2'"
-        hop = f'test "$(hostname)" = algo-1 && {agent_path(pod)} algo-2 {on_algo_2}'
-        probe = start(
-            pod, ["/bin/sh", "-c", hop], {"PATH": "/usr/bin:/bin"}, "/", stderr=subprocess.PIPE
-        )
-        _, err = probe.communicate(timeout=60)
-    if probe.returncode == 0:
-        return None
-    lines = err.decode(errors="replace").strip().splitlines()
-    return lines[-1] if lines else f"a two-instance probe exited with {probe.returncode}"

@@ -99,13 +99,15 @@ def _fork_holders(instances: list[instance.Instance]) -> list[Holder]:
 
 
 def _wire(spec: dict[str, Any], holders: list[Holder], instances: list[instance.Instance]) -> None:
-    """Bridge + veths in this namespace, then each holder brings its eth0 up."""
-    batch = plan.bridge_batch([h.pid for h in holders])
-    done = subprocess.run(
-        [spec["ip"], "-batch", "-"], input=batch, capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise SetupError(f"ip -batch: {(done.stderr or done.stdout).strip()}")
+    """Bridge + veths in this namespace (none on this machine's network), then each holder
+    brings its eth0 up."""
+    if spec.get("own_network", True):
+        batch = plan.bridge_batch([h.pid for h in holders])
+        done = subprocess.run(
+            [spec["ip"], "-batch", "-"], input=batch, capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise SetupError(f"ip -batch: {(done.stderr or done.stdout).strip()}")
     for holder in holders:
         os.write(holder.go, b"g")
     for holder, inst in zip(holders, instances, strict=True):
@@ -137,7 +139,7 @@ def set_up(spec: dict[str, Any]) -> list[Holder]:
     instances = [
         instance.Instance(
             name,
-            plan.address(k),
+            plan.address(k) if spec.get("own_network", True) else "",
             plan.netmask(),
             spec["opt_ml"][k - 1],
             spec["hosts_text"],
@@ -277,7 +279,7 @@ def outer(spec: dict[str, Any]) -> int:
             kernel.map_root(uid, gid)
         kernel.unshare(
             kernel.CLONE_NEWPID
-            | kernel.CLONE_NEWNET
+            | (kernel.CLONE_NEWNET if spec.get("own_network", True) else 0)
             | kernel.CLONE_NEWNS
             | kernel.CLONE_NEWUTS
             | kernel.CLONE_NEWIPC

@@ -58,15 +58,21 @@ def keygen() -> str | None:
     return None
 
 
-def missing() -> str | None:
-    """None when this machine has what exact mode's sshd needs; else what to install."""
+def missing() -> tuple[str, str] | None:
+    """None when this machine has what exact mode's sshd needs; else (what is missing, how
+    to install it)."""
     if not os.access(SSHD, os.X_OK):
-        how = "`make sshd`, or apt-get install openssh-server"
-        return f"{SSHD} not found: install openssh-server ({how})"
+        return (
+            f"{SSHD} not found",
+            "install openssh-server (`make sshd`, or apt-get install openssh-server)",
+        )
     if keygen() is None or not any(
         os.access(f"{d}/ssh", os.X_OK) for d in ("/usr/bin", "/bin", "/usr/local/bin")
     ):
-        return "ssh and ssh-keygen not found: install openssh-client"
+        return (
+            "ssh and ssh-keygen not found",
+            "install openssh-client (apt-get install openssh-client)",
+        )
     return None
 
 

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import signal
+import time
 from dataclasses import dataclass, field
 
 
@@ -36,6 +37,15 @@ def _rank_of(pid: int) -> int | None:
     return int(rank) if rank.isdigit() else None
 
 
+def _command(pid: int) -> str:
+    """Process ``pid``'s command line ("" for a zombie, or a process that has ended)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
 @dataclass
 class Strays:
     """Processes left by the ranks of instance ``host``, which this process has inherited."""
@@ -49,16 +59,23 @@ class Strays:
             rank = _rank_of(pid)
             if rank is None or not os.path.exists(f"{self.records}/rank-{rank}.exit"):
                 continue
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            except OSError:
-                continue
+            command = _command(pid)
             if command:  # else a zombie: reaped, not killed
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
                 self.killed.append({"rank": rank, "pid": pid, "command": command})
                 self._write()
+
+    def record_init_end(self, signo: int, sender: int) -> None:
+        """``init-HOST.json``: the instance's first process ends on signal ``signo`` from
+        process ``sender`` (of the instance: its rank, and what it runs)."""
+        row: dict[str, object] = {"host": self.host, "signal": signo, "pid": sender}
+        row.update(rank=_rank_of(sender), command=_command(sender), time=time.time())
+        path = os.path.join(self.records, f"init-{self.host}.json")
+        with contextlib.suppress(OSError):
+            with open(path + ".tmp", "w", encoding="utf-8") as f:
+                f.write(json.dumps(row))
+            os.replace(path + ".tmp", path)
 
     def _write(self) -> None:
         path = os.path.join(self.records, f"strays-{self.host}.json")

@@ -22,8 +22,9 @@ from pathlib import Path
 
 from smmpi.runners.local.hostfiles import host_file, rank_command, write_host_file
 from smmpi.runners.local.layout import host_dirs, rank_variables
+from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.mpi import Launcher
-from smmpi.runners.local.translate import exports, local_flags
+from smmpi.runners.local.translate import exports, local_flags, single_host_launcher
 from smmpi.toolkit.mpirun import parse_custom_mpi_options, program_command
 from smmpi.toolkit.shape import JobShape
 
@@ -35,8 +36,10 @@ def host_env(
     extra_env: dict[str, str] | None = None,
     extra_paths: Sequence[str] = (),
 ) -> dict[str, str]:
-    """Every variable a rank on ``host`` gets on top of mpirun's own environment."""
-    return rank_variables(shape, run_dir, host, extra_env, extra_paths)
+    """Every variable a rank on ``host`` gets on top of mpirun's own environment: the
+    container's, with this instance's share of this machine's GPUs (:mod:`.machine`)."""
+    passed = {**gpu_env(shape, host), **(extra_env or {})}
+    return rank_variables(shape, run_dir, host, passed, extra_paths)
 
 
 def rank_argv(shape: JobShape, run_dir: Path, host: str, python: str) -> list[str]:
@@ -71,6 +74,7 @@ def mpirun_argv(
     custom_exports: list[str] = []
     if launcher.implementation == "openmpi":
         _, custom = parse_custom_mpi_options(shape.custom_mpi_options)
+        argv += single_host_launcher(launcher.major)
         argv += local_flags(custom)
         if stdin_closed:
             argv += ["--stdin", "none"]

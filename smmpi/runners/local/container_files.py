@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tarfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from smmpi.archives import tar_dirs
 from smmpi.errors import BadInput
 from smmpi.ops.local_jobs import list_jobs
 from smmpi.toolkit.failure import error_classes, failure_text
 from smmpi.toolkit.hosts import HostDirs, on_host
+from smmpi.trees import Entry, copy_tree, entries
 
 #: CheckpointConfig.LocalPath's default (the SDK's checkpoint_local_path).
 CHECKPOINTS = "/opt/ml/checkpoints"
@@ -62,14 +62,11 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def tar_output_data(hosts: Sequence[HostDirs], archive: Path) -> None:
+def tar_output_data(hosts: Sequence[HostDirs], archive: Path, run_dir: Path) -> None:
     """``output.tar.gz``: every instance's ``output/data``, merged (``data/...``), and nothing
-    else of ``output`` (not ``failure``, ``success`` or ``intermediate``)."""
-    with tarfile.open(archive, "w:gz") as tar:
-        for dirs in hosts:
-            for path in sorted(dirs.output_data.rglob("*")):
-                if path.is_file() and not path.is_symlink():
-                    tar.add(path, arcname=path.relative_to(dirs.output).as_posix())
+    else of ``output`` (not ``failure``, ``success`` or ``intermediate``); read below
+    ``run_dir`` without following a link out of the instance (:mod:`smmpi.trees`)."""
+    tar_dirs([d.output_data for d in hosts], archive, below=run_dir, prefix="data/")
 
 
 def checkpoint_uri(request: Mapping[str, Any]) -> str | None:
@@ -115,9 +112,9 @@ def seed_checkpoints(request: Mapping[str, Any], folder: Path) -> Path | None:
         return None
     target = folder / SYNCED
     previous = _previous(uri, folder.name)
-    if previous is not None:
-        shutil.copytree(previous, target, symlinks=True)
     target.mkdir(mode=0o700, exist_ok=True)
+    if previous is not None:
+        copy_tree(previous, previous, target)
     _private(target)
     return target
 
@@ -127,68 +124,45 @@ def restore_checkpoints(request: Mapping[str, Any], dirs: HostDirs, seeded: Path
     target = checkpoint_dir(request, dirs)
     if target is None or seeded is None:
         return
-    shutil.copytree(seeded, target, symlinks=True, dirs_exist_ok=True)
+    target.mkdir(parents=True, exist_ok=True)
+    copy_tree(seeded, seeded, target)
 
 
 def sync_checkpoints(request: Mapping[str, Any], hosts: Sequence[HostDirs], folder: Path) -> None:
     """What each instance wrote to its checkpoint folder, uploaded into the job's ``checkpoints``.
 
     As SageMaker uploads new and changed files only, a file an instance left as
-    restored does not replace what another instance wrote.
+    restored does not replace what another instance wrote. Each instance's folder is
+    read below the job's ``hosts`` without following a link out of it, and links are
+    copied as links (:func:`smmpi.trees.copy_tree`).
     """
     target = folder / SYNCED
-    if not target.is_dir():
+    if not target.is_dir() or target.is_symlink():
         return
     seeded = _stamps(target)
+
+    def changed(entry: Entry) -> bool:
+        return _stamp(entry.info) != seeded.get(entry.name)
+
     for dirs in hosts:
         source = checkpoint_dir(request, dirs)
-        if source is None or source.is_symlink() or not source.is_dir():
-            continue
-        for path, _subdirs, files in os.walk(source):
-            for name in files:
-                here = Path(path) / name
-                rel = here.relative_to(source)
-                if _stamp(here) != seeded.get(rel):
-                    _copy(here, target / rel)
+        if source is not None:
+            copy_tree(folder / "hosts", source, target, changed)
     _private(target)
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        info = path.lstat()
-    except OSError:
-        return None
+def _stamp(info: os.stat_result) -> tuple[int, int]:
     return (info.st_mtime_ns, info.st_size)
 
 
-def _stamps(root: Path) -> dict[Path, tuple[int, int] | None]:
+def _stamps(root: Path) -> dict[str, tuple[int, int]]:
     """Each file under ``root`` (relative path) with its modification time and size."""
-    found = {}
-    for path, _subdirs, files in os.walk(root):
-        for name in files:
-            here = Path(path) / name
-            found[here.relative_to(root)] = _stamp(here)
-    return found
-
-
-def _copy(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if dst.is_symlink() or (dst.exists() and not dst.is_file()):
-        if dst.is_dir() and not dst.is_symlink():
-            shutil.rmtree(dst)
-        else:
-            dst.unlink()
-    if src.is_symlink():
-        dst.symlink_to(os.readlink(src))
-    else:
-        shutil.copy2(src, dst)
+    return {e.name: _stamp(e.info) for e in entries(root, root) if not e.is_dir}
 
 
 def _private(root: Path) -> None:
     """Folders 0700 and files 0600, as smmpi keeps its files (links are left alone)."""
-    for path, _subdirs, files in os.walk(root):
-        os.chmod(path, 0o700)
-        for name in files:
-            file = os.path.join(path, name)
-            if not os.path.islink(file):
-                os.chmod(file, 0o600)
+    os.chmod(root, 0o700)
+    for entry in entries(root, root):
+        if entry.is_dir or entry.is_file:
+            os.chmod(entry.base, 0o700 if entry.is_dir else 0o600, dir_fd=entry.parent)

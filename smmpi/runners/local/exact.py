@@ -22,6 +22,7 @@ from smmpi.runners.base import Progress
 from smmpi.runners.hosts import launch, sshd
 from smmpi.runners.local import instance_probes, modes, toolkits
 from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
+from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.venvs import cached_venv, site_packages
 from smmpi.toolkit.container import start_env
 from smmpi.toolkit.images import framework_of, torch_version
@@ -34,20 +35,27 @@ FIRST_LINE = (
 )
 
 
-def unavailable_reason(instances: int = 1) -> str | None:
-    """None when exact mode can run here; else one line saying what is missing."""
+def unavailable(instances: int = 1, probe: bool = False) -> tuple[str, str] | None:
+    """None when exact mode can run here; else (what is missing, in one line; its fix).
+    ``probe``: isolated hosts are tried with a real pod (``smmpi doctor``)."""
     if os.geteuid() != 0:
-        return "exact mode runs sshd as the instances' root: run smmpi as root"
+        return "exact mode runs sshd as the instances' root", "run smmpi as root"
     missing = sshd.missing()
     if missing:
         return missing
-    try:
-        mode, why = modes.choose("auto", instances)
-    except BadInput as err:
-        return str(err)
-    if mode != "hosts":
-        return f"exact mode needs isolated hosts ({why})"
+    hosts = modes.hosts_unavailable(probe)
+    if hosts is not None:
+        return f"exact mode needs isolated hosts ({hosts[0]})", hosts[1]
+    if instances > modes.HOSTS_MAX:
+        why = f"isolated hosts run at most {modes.HOSTS_MAX} instances"
+        return f"exact mode needs isolated hosts ({why})", f"at most {modes.HOSTS_MAX} instances"
     return None
+
+
+def unavailable_reason(instances: int = 1) -> str | None:
+    """What :func:`unavailable` says is missing and its fix, in one line; or None."""
+    found = unavailable(instances)
+    return f"{found[0]}: {found[1]}" if found else None
 
 
 def check(isolation_mode: str | None, instances: int, image: str = "") -> None:
@@ -56,10 +64,10 @@ def check(isolation_mode: str | None, instances: int, image: str = "") -> None:
         isolation_mode is None and os.environ.get("SMMPI_ISOLATION") == "processes"
     ):
         raise BadInput(FIELD, True, "isolated hosts only (not --isolation processes)")
+    toolkits.sources(image)  # a $SMMPI_TOOLKIT_VENV/_TF without the toolkit, whatever the image
     reason = unavailable_reason(instances)
     if reason:
         raise BadInput(FIELD, True, f"a machine where it can run ({reason})")
-    toolkits.sources(image)  # a $SMMPI_TOOLKIT_VENV without the toolkit is refused here, too
     missing = toolkits.missing_framework(toolkits.toolkit_of(image).framework)
     if missing:
         what, fix = missing
@@ -172,7 +180,9 @@ def toolkit_command(
     venv_dir = toolkit_python(toolkit, toolkits.toolkit_of(shape.image).absent, torch)
     run_env = {k: first[k] for k in _RUN_VARIABLES if k in first}
     run_env["PYTHONPATH"] = str(site_dir(run_dir))  # the rank hook, not /opt/ml/code
-    envs = tuple(toolkit_env(shape, base, run_env, venv_dir) for _ in shape.hosts)
+    envs = tuple(
+        {**toolkit_env(shape, base, run_env, venv_dir), **gpu_env(shape, h)} for h in shape.hosts
+    )
     trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
     train = str(venv_dir / "bin" / "train")
     roots = (*keep, venv_dir, *toolkit)

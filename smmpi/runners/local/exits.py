@@ -29,6 +29,7 @@ from smmpi.runners.local.rank_records import (
     read_pids,
     read_statuses,
     read_strays,
+    read_unfinalized,
     signal_text,
 )
 
@@ -66,6 +67,7 @@ class Ends:
     orphans: dict[int, RankOrphan] = field(default_factory=dict)
     pids: dict[int, int] = field(default_factory=dict)
     statuses: dict[int, RankAbort] = field(default_factory=dict)
+    unfinalized: set[int] = field(default_factory=set)
 
     @classmethod
     def read(cls, folder: Path) -> Ends:
@@ -77,6 +79,7 @@ class Ends:
             read_orphans(folder),
             read_pids(folder),
             read_statuses(folder),
+            read_unfinalized(folder),
         )
 
     @property
@@ -101,7 +104,7 @@ class Ends:
         end = self.ends.get(rank)
         if end is not None:
             if not end.failed:
-                return None
+                return self._unfinalized(end)
             collateral = end.signal in COLLATERAL
             return Event(end.time, rank, f"failed: {end.cause}", collateral)
         if rank in self.orphans:
@@ -112,6 +115,12 @@ class Ends:
             # died before it could record it (mpirun's SIGTERM came first); when is unknown
             return self._orphaned(RankOrphan(rank, math.inf, None), launcher_signal)
         return None
+
+    def _unfinalized(self, end: RankEnd) -> Event | None:
+        """Exit code 0 without ``MPI_Finalize``: mpirun then stops the other ranks."""
+        if end.rank not in self.unfinalized:
+            return None
+        return Event(end.time, end.rank, "failed: exited without MPI_Finalize (exit code 0)")
 
     def _orphaned(self, orphan: RankOrphan, launcher_signal: int | None) -> Event:
         how = (

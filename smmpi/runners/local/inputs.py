@@ -45,19 +45,44 @@ def fetch_source(
     raise BadInput("sagemaker_submit_directory", uri, "an s3:// or file:// sourcedir.tar.gz")
 
 
-def copy_channel(channel: dict[str, Any], dest: Path, region: str | None) -> None:
+def local_source(channel: Mapping[str, Any]) -> Path | None:
+    """The file or folder of this machine a ``file://`` channel reads (None: not one)."""
     source = channel.get("DataSource", {})
     uri = source.get("S3DataSource", {}).get("S3Uri", "")
     if "FileDataSource" in source or uri.startswith("file://"):
-        src = Path(urlparse(uri or source["FileDataSource"]["FileUri"]).path)
-        if not src.exists():
-            raise BadInput(
-                f"InputDataConfig.{channel.get('ChannelName')}",
-                uri or str(src),
-                "an existing local file or folder",
-            )
+        return Path(urlparse(uri or source["FileDataSource"]["FileUri"]).path)
+    return None
+
+
+def channel_files(channel: Mapping[str, Any]) -> list[tuple[Path, str]]:
+    """Every file a local channel copies, each checked (:func:`~smmpi.bounded.regular_tree`:
+    regular files under the channel's cap, nothing of /proc, /sys or /dev); else one line."""
+    src = local_source(channel)
+    field = f"InputDataConfig.{channel.get('ChannelName')}"
+    if src is None:
+        return []
+    if not src.exists():
+        raise BadInput(field, str(src), "an existing local file or folder")
+    return regular_tree(src, field, CHANNEL_MAX_BYTES)
+
+
+def check_channels(request: Mapping[str, Any], channels: Mapping[str, Path] | None = None) -> None:
+    """Every local channel of ``request`` (and ``channels``' folders) checked before a job's
+    folder exists: a file no job may read is bad input, and nothing is created."""
+    for spec in request.get("InputDataConfig") or []:
+        name = str(spec.get("ChannelName"))
+        if channels and name in channels:
+            spec = {"ChannelName": name, "DataSource": {"FileDataSource": {}}}
+            spec["DataSource"]["FileDataSource"]["FileUri"] = Path(channels[name]).as_uri()
+        channel_files(spec)
+
+
+def copy_channel(channel: dict[str, Any], dest: Path, region: str | None) -> None:
+    source = channel.get("DataSource", {})
+    uri = source.get("S3DataSource", {}).get("S3Uri", "")
+    if local_source(channel) is not None:
         field = f"InputDataConfig.{channel.get('ChannelName')}"
-        for path, name in regular_tree(src, field, CHANNEL_MAX_BYTES):
+        for path, name in channel_files(channel):
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             copy_regular(path, dest / name, field, CHANNEL_MAX_BYTES)
         return

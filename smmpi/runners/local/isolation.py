@@ -29,6 +29,7 @@ from smmpi.runners.local import exact as exact_mode
 from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.hostfiles import rank_command, reaper_command, write_host_file
 from smmpi.runners.local.layout import SECRETS, host_dirs, launch_env, site_dir, stack_dir
+from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.mpi import Launcher
 from smmpi.runners.local.opt_ml import OptMlWatch
 from smmpi.toolkit.container import host_env as container_host_env
@@ -101,7 +102,7 @@ def _host_env(
     rank, as on SageMaker), the user's, and smmpi's rank hook first on PYTHONPATH.
     """
     dirs = HostDirs(Path(CONTAINER_ROOT))
-    env = {**container_host_env(shape, dirs, host), **(extra_env or {})}
+    env = {**container_host_env(shape, dirs, host), **gpu_env(shape, host), **(extra_env or {})}
     python_path = [str(site_dir(run_dir)), env.get("PYTHONPATH", str(dirs.code)), *paths]
     env.update(
         PYTHONPATH=os.pathsep.join(p for p in python_path if p),
@@ -144,7 +145,7 @@ def container_line(shape: JobShape) -> list[str]:
 _MACHINE_ONLY = ("TMPDIR", "HOME")
 
 
-def _instance_base(launcher: Launcher, world_size: int) -> dict[str, str]:
+def instance_base(launcher: Launcher, world_size: int) -> dict[str, str]:
     base = {**launch_env(launcher.env(), os.environ), **installed_mpi(launcher.mpirun)}
     base |= sharing_cores(world_size, base)
     base = {k: v for k, v in base.items() if k not in _MACHINE_ONLY}
@@ -161,7 +162,7 @@ def _hosts(
     exact: bool = False,
     container: ContainerStart | None = None,
 ) -> Launch:
-    base = _instance_base(launcher, shape.world_size)
+    base = instance_base(launcher, shape.world_size)
     (run_dir / ".smmpi" / "ompi").mkdir(parents=True, exist_ok=True)
     mpi_prefix = Path(launcher.mpirun).resolve().parent.parent
     keep = (Path(python).parent, Path(python).resolve().parent, mpi_prefix, *map(Path, extra_paths))

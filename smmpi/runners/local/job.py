@@ -19,10 +19,10 @@ describe-like record (``describe.json``) in the job's folder.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +46,9 @@ from smmpi.runners.local.container_files import (
     write_status_files,
 )
 from smmpi.runners.local.entry import check_request_entry
-from smmpi.runners.local.inputs import copy_channel
+from smmpi.runners.local.inputs import check_channels, copy_channel
 from smmpi.runners.local.layout import prepare_hosts
+from smmpi.runners.local.machine import start_notes
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import (
     STATUS_OF,
@@ -57,8 +58,9 @@ from smmpi.runners.local.records import (
     now,
     write_record,
 )
-from smmpi.runners.local.requirements import install_package, requirements
-from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
+from smmpi.runners.local.req_files import requirement_lines
+from smmpi.runners.local.requirements import install_code
+from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.shape import JobShape, shape_from_request
@@ -118,10 +120,9 @@ def _conclude(
         hosts, result.status, command, result.returncode, result.error_message, shape.image
     )
     failed = result.exit_code != EXIT_OK
-    finish(
-        record, request, hosts, folder, (result.failure_line or result.status) if failed else None
-    )
-    return status
+    failure = (result.failure_line or result.status) if failed else None
+    finish(record, request, hosts, folder, failure, result)
+    return str(record["TrainingJobStatus"])
 
 
 def _ending_lines(job: LocalJob, seconds: float) -> list[str]:
@@ -149,16 +150,13 @@ def run_request(
     say = options.progress
     shape = shape_from_request(request)
     name = check_job_name(shape.job_name)
-    mode, why_not_hosts = _check_before_work(request, source, options, shape, name)
+    mode, why_not_hosts, wanted = _check_before_work(request, source, options, shape, name)
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
     start = time.monotonic()
     try:
-        record, extra_paths = _prepare(request, source, options, shape, folder, on_start)
-        code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
-        if (code / "setup.py").is_file():  # the toolkit installs it and runs -m NAME
-            extra_paths = [*install_package(code, folder, say), *extra_paths]
-            shape = replace(shape, package=True)
+        record = _prepare(request, source, options, shape, folder, on_start)
+        extra_paths, shape = install_code(wanted, shape, folder, mode, options, start)
         write_record(folder, record)
         _say_start(name, shape, mode, why_not_hosts, options.exact, say)
         log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
@@ -175,6 +173,7 @@ def run_request(
                 progress=say,
                 mode=mode,
                 exact=options.exact,
+                spent=time.monotonic() - start if extra_paths else 0.0,
             )
     except BaseException:  # (an interrupt while the ranks run ends in a result, not here)
         remove_folder(folder)  # the job never started: leave nothing stuck InProgress
@@ -194,20 +193,23 @@ def run_request(
 
 def _check_before_work(
     request: Request, source: bytes, options: RunOptions, shape: JobShape, name: str
-) -> tuple[str, str | None]:
+) -> tuple[str, str | None, list[str] | None]:
     """Every check of the request and this machine, and the toolkit's environment (exact mode),
-    before the job's folder exists; returns the local mode and why not isolated hosts."""
+    before the job's folder exists; returns the local mode, why not isolated hosts, and the
+    lines of the code's requirements.txt (None: none, or the toolkit reads it)."""
     mode, why_not_hosts = modes.choose(options.isolation, shape.instances)
     if options.exact:
         exact.check(options.isolation, shape.instances, shape.image)
-    if not (options.exact and exact.uses_toolkit(shape.image)):  # else the toolkit decides
+    toolkit = options.exact and exact.uses_toolkit(shape.image)  # it installs the code itself
+    if not toolkit:  # else the toolkit decides
         check_request_entry(shape.script, source)
+    wanted = requirement_lines(source, options.install_requirements or toolkit)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
-    check_timeout(options.timeout)
+    check_channels(request)  # (a FIFO, a device, /proc/self/environ...)
     check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
     if options.exact:
         exact.prepare(shape.image, options.progress)  # the toolkit's environment, built once
-    return mode, why_not_hosts
+    return mode, why_not_hosts, None if toolkit else wanted
 
 
 def _say_start(
@@ -226,6 +228,8 @@ def _say_start(
         say(isolation.differs(why_not_hosts))
     if exact_mode:
         say(exact.first_line(shape.image))
+    for line in start_notes(shape, os.environ):
+        say(line)
 
 
 def _prepare(
@@ -235,8 +239,8 @@ def _prepare(
     shape: JobShape,
     folder: Path,
     on_start: Callable[[dict[str, Any]], None] | None,
-) -> tuple[dict[str, Any], list[str]]:
-    """The host trees, code, channels and requirements: everything before mpirun starts."""
+) -> dict[str, Any]:
+    """The host trees, code and channels: everything before the installs and mpirun."""
     run_dir = folder / "hosts"
     run_dir.mkdir()
     record = new_record(request, shape.job_name, run_dir)
@@ -250,7 +254,5 @@ def _prepare(
         hps_json, unpacked = exact.stage_code(run_dir, source, hps_json), None
     lay_out = _lay_out(request, unpacked, options.region, checkpoints)
     prepare_hosts(shape, run_dir, lay_out, hps_json)
-    code = run_dir / shape.hosts[0] / "opt" / "ml" / "code"
-    extra_paths = requirements(code, folder, options.install_requirements, options.progress)
     record.update(SecondaryStatus="Training", TrainingStartTime=now())
-    return record, extra_paths
+    return record

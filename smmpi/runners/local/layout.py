@@ -142,8 +142,11 @@ def each_host(hosts: Sequence[str], work: Callable[[str], HostDirs]) -> list[Hos
     return [done[i] for i in range(len(hosts))]
 
 
-#: Open MPI's own variables (and PMIx's), which a user may set to tune it: kept for mpirun.
+#: Open MPI's own variables (and PMIx's, OPAL's, PRRTE's), which a user may set to tune it.
 MPI_PREFIXES = ("OMPI_", "OPAL_", "PMIX_", "PRTE_")
+#: Those of them that smmpi sets itself, whatever the shell has: root's leave to run Open MPI
+#: (the container runs as root with ``--allow-run-as-root``), so they are never "left out".
+SMMPI_SETS = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
 #: What mpirun itself needs from this machine: the programs, a home, a scratch dir.
 MACHINE = ("PATH", "HOME", "TMPDIR", "USER", "LOGNAME")
 
@@ -156,11 +159,24 @@ LOCALE = {"LC_ALL": "C.UTF-8"}
 
 def launch_env(launcher_env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
     """mpirun's own environment, which ranks inherit: the machine's PATH, HOME and TMPDIR,
-    MPI's own variables, the images' locale, and nothing else of this shell (its AWS
-    credentials least of all).
+    the images' locale, what smmpi sets for Open MPI, and nothing else of this shell: not
+    its AWS credentials, nor its Open MPI settings (:func:`left_out_mpi`), which a
+    SageMaker container does not have (``OMPI_MCA_plm=isolated`` made mpirun start every
+    rank on algo-1).
     """
-    kept = {k: v for k, v in environ.items() if k in MACHINE or k.startswith(MPI_PREFIXES)}
+    kept = {k: v for k, v in environ.items() if k in MACHINE}
     return {**LOCALE, **kept, **launcher_env}
+
+
+def left_out_mpi(environ: Mapping[str, str]) -> str | None:
+    """The one line naming this shell's Open MPI settings that a run leaves out, if any."""
+    names = sorted(k for k in environ if k.startswith(MPI_PREFIXES) and k not in SMMPI_SETS)
+    if not names:
+        return None
+    return (
+        f"smmpi: left out this shell's Open MPI settings ({', '.join(names)}): a SageMaker "
+        "container has none; pass one with --mpi-options '-mca NAME VALUE'"
+    )
 
 
 def rank_variables(

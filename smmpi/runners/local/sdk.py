@@ -33,7 +33,6 @@ from smmpi.runners.local import modes
 from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.job import run_request
 from smmpi.runners.local.records import LocalJob, interruptible
-from smmpi.runners.local.supervise import check_timeout
 from smmpi.runners.local.trainer import check_trainer_run, run_trainer_request
 from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders
 from smmpi.sdk.model_trainer import capture_offline
@@ -217,7 +216,6 @@ def _remove(path: Path) -> None:
 def submit_local(job: MPIJob, options: RunOptions, *, job_name: str | None = None) -> LocalJob:
     """``submit --local``: the SDK's ``fit`` with the job run here; returns the local job."""
     check_world(job.instances, job.ppn)  # before the SDK, whose errors come with a banner
-    check_timeout(options.timeout)
     modes.choose(options.isolation, job.instances)
     with interruptible() as stops:
         built = build(job, offline=True, job_name=job_name)

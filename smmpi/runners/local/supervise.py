@@ -16,7 +16,6 @@ Supervision is what makes a local run cheaper than a SageMaker one:
 from __future__ import annotations
 
 import dataclasses
-import math
 import subprocess
 import sys
 import threading
@@ -25,7 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from smmpi.errors import BadInput
 from smmpi.mpi_output import printable
 from smmpi.runners.base import Progress, silent
 from smmpi.runners.local.cpu_share import group
@@ -41,7 +39,7 @@ from smmpi.runners.local.layout import (
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.output import Output, report_stacks
 from smmpi.runners.local.rank_records import read_ends
-from smmpi.runners.local.room import free_bytes, full_line, needed
+from smmpi.runners.local.room import free_bytes, full_line, needed, sessions_folder
 from smmpi.runners.local.tree import Supervisor, sigterm_interrupts
 from smmpi.runners.local.verdict import (
     EXIT_FAILED,
@@ -51,6 +49,7 @@ from smmpi.runners.local.verdict import (
     Run,
     RunResult,
     blame,
+    check_started,
     check_world,
     failed,
     lost_network,
@@ -183,12 +182,8 @@ def _conclude(
     if result.exit_code == EXIT_OK and (failed(ends, code) or output.scan.stops):
         blame(result, ends, output.scan, dataclasses.replace(run, code=code))
         name_lost_network(result, run)
+    check_started(result, ends, run, code)
     check_world(result, run)
-
-
-def check_timeout(timeout: float | None) -> None:
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        raise BadInput("timeout", timeout, "a finite number of seconds > 0")
 
 
 def _mpirun_env(how_env: dict[str, str], shape: JobShape, run_dir: Path, mode: str) -> None:
@@ -232,6 +227,7 @@ def execute(
     mode: str = "processes",
     exact: bool = False,
     container: ContainerStart | None = None,
+    spent: float = 0.0,
 ) -> RunResult:
     """Run the prepared job under supervision and say how it ended.
 
@@ -241,8 +237,8 @@ def execute(
     process's stdin, as under mpirun. ``remove_on_death``: the run dir is
     removed if this process is killed (a throwaway run's host trees). ``container``: what
     every isolated instance starts with instead of smmpi's mpirun line (:mod:`.isolation`).
+    ``spent``: seconds of the run before this (its installs), counted in ``timeout``.
     """
-    check_timeout(timeout)
     launcher = preflight(python)
     stdin_closed = stdin_closed or stdin_is_empty()
     no_room = _no_room(shape, run_dir, mode)
@@ -263,10 +259,12 @@ def execute(
     )
     _mpirun_env(how.env, shape, run_dir, mode)
     output = Output(shape.world_size, log_dir, shape.ppn, shape.image, shape.toolkit_tags)
-    start, started = time.monotonic(), time.time()
+    start, started = time.monotonic() - spent, time.time()
     proc = _start(how, run_dir, shape.world_size, stdin_closed, remove_on_death)
     supervisor = Supervisor(proc, stack_dir(run_dir), how.translate)
-    sessions = Path(how.env.get(SESSIONS) or run_dir) if mode == "processes" else run_dir
+    sessions = run_dir
+    if mode == "processes":
+        sessions = sessions_folder(how.env, shape.custom_mpi_options, run_dir)
     run = Run(shape, mode, supervisor.stack_dir, run_dir, started, None, sessions)
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = _supervise(supervisor, pumps, output, run, timeout, start)

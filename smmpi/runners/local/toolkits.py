@@ -35,7 +35,7 @@ from pathlib import Path
 
 from smmpi.errors import BadInput, SmmpiError
 from smmpi.runners.base import Progress
-from smmpi.runners.local.requirements import pip_reason
+from smmpi.runners.local.pip_lines import pip_reason
 from smmpi.toolkit.images import framework_of
 
 #: The PyTorch images' toolkit (and that of a request without an image): a venv, or ``none``.
@@ -121,10 +121,13 @@ def _site_of(path: Path) -> Path:
     return found[0] if found else path
 
 
+_VENV_RULE = "a venv with sagemaker-training installed, or none (sshd only)"
+
+
 def _named(variable: str, value: str) -> tuple[Path, ...]:
     sites = tuple(_site_of(Path(p)) for p in value.split(os.pathsep) if p)
     if not any((s / "sagemaker_training").is_dir() for s in sites):
-        allowed = "a venv with sagemaker-training installed, or none (sshd only)"
+        allowed = _VENV_RULE
         if variable == TF:
             allowed = "folders (venvs or pip --target folders) holding sagemaker-training"
         raise BadInput(variable, value, allowed)
@@ -148,15 +151,24 @@ def sources(image: str) -> tuple[Path, ...] | None:
 
 
 def _sources_of(toolkit: Toolkit) -> tuple[Path, ...]:
-    variable = _variable(toolkit)
-    named = os.environ.get(variable)
+    venv = _named_venv()  # checked for every image: a TensorFlow job layers it, if at all
+    if toolkit.framework != "tensorflow":
+        return venv or (built_folder(toolkit) / "site",)
+    named = os.environ.get(TF)
     if not named:
         return (built_folder(toolkit) / "site",)
-    sites = _named(variable, named)
-    under = os.environ.get(VENV)
-    if variable == TF and under:  # layered as `make .toolkit-tf` builds it: 4.8.3 over the venv
-        sites += _named(VENV, under)
-    return sites
+    return _named(TF, named) + (venv or ())  # as `make .toolkit-tf` builds it: over the venv
+
+
+def _named_venv() -> tuple[Path, ...] | None:
+    """``$SMMPI_TOOLKIT_VENV``'s folders (None: unset): a venv, its ``bin/python`` and
+    sagemaker-training, whichever image the job runs."""
+    named = os.environ.get(VENV)
+    if not named:
+        return None
+    if not (Path(named) / "bin" / "python").is_file():
+        raise BadInput(VENV, named, _VENV_RULE)
+    return _named(VENV, named)
 
 
 def _variable(toolkit: Toolkit) -> str:
@@ -172,7 +184,8 @@ def status(framework: str) -> tuple[bool, str, str]:
     try:
         sites = _sources_of(toolkit)
     except BadInput as err:
-        return False, str(err), f"name a venv holding sagemaker-training in {variable}, or unset it"
+        fix = f"name a venv holding sagemaker-training in {err.field}, or unset it"
+        return False, str(err), fix
     missing = missing_framework(framework)
     if missing:
         return False, f"{toolkit.label} needs {missing[0]}", missing[1]

@@ -47,11 +47,12 @@ from smmpi.runners.local.container_files import (
     restore_checkpoints,
     seed_checkpoints,
 )
-from smmpi.runners.local.inputs import copy_channel
+from smmpi.runners.local.inputs import check_channels, copy_channel
 from smmpi.runners.local.layout import prepare_hosts
+from smmpi.runners.local.machine import start_notes
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import STATUS_OF, LocalJob, finish, new_record, now, write_record
-from smmpi.runners.local.supervise import EXIT_OK, RunResult, check_timeout, execute
+from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
 from smmpi.runners.local.trainer_pod import check_paramiko, driver_python, pod_command
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.shape import JobShape
@@ -133,7 +134,6 @@ def driver_np(drivers: Path) -> str:
 def check_trainer_run(options: RunOptions, instances: int, ppn: int) -> None:
     """Refuse (exit 2, nothing created) what cannot run: no isolated hosts, sshd or paramiko."""
     check_world(instances, ppn)
-    check_timeout(options.timeout)
     asked = options.isolation or os.environ.get("SMMPI_ISOLATION")
     if asked == "processes":
         raise BadInput("isolation", asked, "auto or hosts (a ModelTrainer request runs its sshd)")
@@ -189,7 +189,7 @@ def _conclude(
         failure = (result.failure_line or result.status) + (
             f"\nAlgorithmError: {text}" if text else ""
         )
-    finish(record, request, hosts, folder, failure)
+    finish(record, request, hosts, folder, failure, result)
     return text
 
 
@@ -247,6 +247,8 @@ def _execute(
         f"process(es) = {shape.world_size} ranks ({shape.instance_type}, isolated hosts)"
     )
     say(FIRST_LINE)
+    for line in start_notes(shape, os.environ):
+        say(line)
     return execute(
         shape,
         folder / "hosts",
@@ -274,6 +276,7 @@ def run_trainer_request(
     drivers = _channel_source(request, DRIVERS, channels)
     shape = trainer_shape(request, drivers)
     name = check_job_name(shape.job_name)
+    check_channels(request, channels)
     check_trainer_run(options, shape.instances, shape.ppn)
     venv_dir = driver_python()
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched

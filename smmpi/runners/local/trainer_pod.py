@@ -27,6 +27,7 @@ from smmpi.runners.drivers.line import CONTAINER_PATH, container_environment
 from smmpi.runners.hosts import launch
 from smmpi.runners.local import instance_probes
 from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
+from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.venvs import cached_venv, site_packages
 from smmpi.toolkit.shape import JobShape
 
@@ -93,7 +94,7 @@ def pod_command(
     """Every instance runs the request's entrypoint, algo-1's as the pod's command; the run
     ends when algo-1's ends, and the workers with it."""
     env = instance_env(request, base, run_dir, venv_dir, passed)
-    envs = tuple(dict(env) for _ in shape.hosts)
+    envs = tuple({**env, **gpu_env(shape, h), **passed} for h in shape.hosts)
     trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
     argv = entrypoint(request)
     pod = launch.Pod(
@@ -106,4 +107,4 @@ def pod_command(
         True,
         tuple(argv),
     )
-    return launch.command(pod, argv, env, "/")
+    return launch.command(pod, argv, envs[0], "/")

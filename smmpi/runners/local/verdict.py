@@ -17,7 +17,7 @@ from pathlib import Path
 
 from smmpi.mpi_output import FailureScan, Pitfall, printable
 from smmpi.runners.local.exits import Blame, Ends
-from smmpi.runners.local.rank_records import read_ends, signal_text
+from smmpi.runners.local.rank_records import read_ends, read_init_ends, signal_text
 from smmpi.runners.local.room import full_line
 from smmpi.toolkit.hosts import host_dirs, host_of_rank
 from smmpi.toolkit.shape import JobShape
@@ -119,6 +119,24 @@ def _container_failure(run: Run) -> str | None:
 _FAILURE_CHARS = 500
 
 
+def _init_ended(result: RunResult, run: Run) -> bool:
+    """Isolated hosts: a process of an instance ended the instance's first process (PID 1)
+    with a signal, and every process of the instance with it (as a container ends)."""
+    ended = read_init_ends(run.record_dir)
+    if not ended:
+        return False
+    first = ended[0]
+    how = f"with signal {signal_text(first.signal)}; every process of {first.host} ended with it"
+    if first.rank is not None:
+        result.failed_rank, result.failed_host = first.rank, run.host(first.rank)
+        result.reason = printable(f"ended its instance's init (PID 1) {how}")
+        result.phrase = f"failed: {result.reason}"
+    else:
+        who = f"pid {first.pid} ({first.command or 'ended since'})"
+        result.reason = printable(f"{first.host}: {who} ended the instance's init (PID 1) {how}")
+    return True
+
+
 def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
     """A run that failed: name the rank that failed first, its host and why."""
     result.exit_code, result.status = EXIT_FAILED, "Failed"
@@ -126,14 +144,18 @@ def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
     if room is not None:  # the ranks' records say only "exit code 1": say why
         result.reason = _pitfall_note(room, run, scan)
         return
+    if _init_ended(result, run):
+        return
     found = ends.blame(scan.signalled)
     if found is None:  # no record: a rank that never started, or one mpirun started itself
         first = scan.failed_rank()
         if first is not None:
             found = Blame(first, f"failed: {scan.reason(first)}")
     if found is None:
+        known = f" ({_pitfall_note(scan.found[0], run, scan)})" if scan.found else ""
         result.reason = _container_failure(run) or (
-            f"mpirun exited with code {run.code}" + path_hint(run.shape.environment, run.code)
+            f"mpirun exited with code {run.code}"
+            + (known or path_hint(run.shape.environment, run.code))
         )
         return
     phrase = _killed_everything(ends, found, run) or found.phrase
@@ -189,6 +211,19 @@ def check_world(result: RunResult, run: Run) -> None:
         result.exit_code, result.status = EXIT_FAILED, "Failed"
         result.failed_rank = result.failed_host = result.phrase = None
         result.reason = line
+
+
+def check_started(result: RunResult, ends: Ends, run: Run, code: int | None) -> None:
+    """End a run whose mpirun exited 0 though not every rank started (exit 1): no rank
+    recorded its start or its end, so none of them ran."""
+    if result.exit_code != EXIT_OK or code != 0:
+        return
+    world = run.shape.world_size
+    started = len({*ends.pids, *ends.ends} & set(range(world)))
+    if started < world:
+        which = "no rank" if not started else f"only {started} of the ranks"
+        result.exit_code, result.status = EXIT_FAILED, "Failed"
+        result.reason = f"mpirun exited 0 but {which} started ({started} of {world} ranks reported)"
 
 
 def failed(ends: Ends, code: int | None) -> bool:

@@ -6,15 +6,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from smmpi.runners.hosts import launch
+from smmpi.runners.hosts import availability
 
 ROOT = Path(__file__).resolve().parents[3]
-ASK = "from smmpi.runners.hosts import launch; print(launch.unavailable_reason())"
+ASK = "from smmpi.runners.hosts import availability; print(availability.unavailable_reason())"
 
 
 def test_available_here_as_root() -> None:
-    assert launch.quick_reason() is None
-    assert launch.unavailable_reason() is None
+    assert availability.quick_reason() is None
+    assert availability.unavailable_reason() is None
 
 
 def test_without_capabilities_it_says_why() -> None:

@@ -289,3 +289,23 @@ def test_ids_inside_map_to_processes_here(run_dir: Path, machine: Machine) -> No
     os.kill(here, signal.SIGKILL)
     assert proc.wait(timeout=30) == 128 + signal.SIGKILL  # the agent reports sleep's end
     assert wait_gone(namespaces) == []
+
+
+def test_an_instance_on_this_machines_network_keeps_the_rest_its_own(run_dir: Path) -> None:
+    """``own_network=False`` (the code's installs): algo-1 reaches a server on this machine's
+    loopback, as pip reaches a package index, and is otherwise the same instance: its hostname,
+    its own /tmp, a read-only /sys."""
+    import dataclasses
+    import socket
+
+    pod = dataclasses.replace(make_pod(run_dir, 1), own_network=False)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        script = (
+            f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo reached; hostname; "
+            "touch /tmp/mine && test -e /tmp/mine && echo mine; touch /sys/x 2>/dev/null || echo ro"
+        )
+        done = _run(pod, ["/bin/bash", "-c", script])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["reached", "algo-1", "mine", "ro"]
+    assert not Path("/tmp/mine").exists()

@@ -124,3 +124,19 @@ def test_a_rank_killed_before_it_recorded_its_launchers_death(tmp_path: Path) ->
     assert blame is not None and blame.rank == 1, blame
     assert blame.reason.startswith("the process that started it (smmpi's rank watcher) was killed")
     assert Ends.read(tmp_path).blame() == Ends.read(tmp_path).blame({})  # no word: rank 0
+
+
+def test_a_rank_that_exited_0_before_mpi_finalize_is_blamed(tmp_path: Path) -> None:
+    """Rank 1 left with exit code 0 before MPI_Finalize; mpirun then stopped the others."""
+    _record(tmp_path, "rank-1.exit", {"rank": 1, "code": 0, "signal": None, "time": 100.0})
+    _record(tmp_path, "rank-1.mpi", {"finalized": False, "time": 99.0})
+    for rank in (0, 2):
+        _record(tmp_path, f"rank-{rank}.mpi", {"finalized": False, "time": 99.0})
+        _record(tmp_path, f"rank-{rank}.exit", {"code": None, "signal": 15, "time": 100.2})
+    _record(tmp_path, "rank-3.mpi", {"finalized": True, "time": 100.1})
+    _record(tmp_path, "rank-3.exit", {"rank": 3, "code": 0, "signal": None, "time": 100.1})
+    ends = Ends.read(tmp_path)
+    blame = ends.blame()
+    assert blame is not None and blame.rank == 1
+    assert blame.phrase == "failed: exited without MPI_Finalize (exit code 0)"
+    assert ends.event(3) is None  # finalized, then exit code 0: no failure

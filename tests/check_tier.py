@@ -1,0 +1,92 @@
+"""`make check`: the tier of tests that start no mpirun and no server, so it answers in seconds.
+
+Its modules are listed here. Under ``SMMPI_TEST_TIER=check`` a guard fails any of their tests
+that starts mpirun (in this process, or in a CLI it starts: ``SMMPI_MPIRUN`` and ``PATH`` lead to
+a stand-in that refuses) or a server (a socket bound, ``moto_server``, ``smmpi serve``), so a
+slow test cannot creep into the fast tier unseen. Every test of the tier runs again in
+`make test`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+CHECK_TIER = os.environ.get("SMMPI_TEST_TIER") == "check"
+TESTS = Path(__file__).parent
+
+#: Test modules (relative to tests/) that start no mpirun and no server
+MODULES = frozenset(
+    {
+        "aws/test_clients.py",
+        "aws/test_facts.py",
+        "aws/test_limits.py",
+        "aws/test_netguard.py",
+        "aws/test_record.py",
+        "cli/test_app.py",
+        "model_trainer/test_request_fields.py",
+        "ops/test_signals.py",
+        "runners/hosts/test_argv.py",
+        "runners/local/test_argv.py",
+        "runners/local/test_each_host.py",
+        "runners/local/test_exits.py",
+        "runners/local/test_opt_ml.py",
+        "runners/local/test_output.py",
+        "runners/local/test_translate.py",
+        "runners/local/test_venvs.py",
+        "runners/sagemaker/test_follow.py",
+        "runners/test_plan.py",
+        "sdk/test_estimator.py",
+        "sdk/test_model_trainer_v3.py",
+        "sdk/test_session.py",
+        "sdk/test_settings.py",
+        "serve/test_coldkeys.py",
+        "serve/test_describe_path.py",
+        "spec/test_checks.py",
+        "spec/test_job.py",
+        "test_archives.py",
+        "test_check_tier.py",
+        "test_mpi_output.py",
+        "test_pricing.py",
+        "toolkit/test_environment.py",
+        "toolkit/test_failure.py",
+        "toolkit/test_images.py",
+        "toolkit/test_mpirun.py",
+    }
+)
+
+_LAUNCHERS = {"mpirun", "mpiexec", "prterun", "orterun", "orted", "moto_server", "sshd"}
+
+
+def in_check_tier(path: Path) -> bool:
+    return path.resolve().relative_to(TESTS).as_posix() in MODULES
+
+
+def _refused(what: str) -> RuntimeError:
+    return RuntimeError(f"make check's tests start no mpirun and no server: {what}")
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event == "socket.bind":
+        raise _refused(f"a socket bound to {args[1]!r}")
+    if event == "subprocess.Popen":
+        argv = [str(a) for a in args[1]] if isinstance(args[1], list | tuple) else [str(args[1])]
+        names = {Path(a).name for a in argv}
+        if names & _LAUNCHERS or ("serve" in argv and any(n == "smmpi" for n in names)):
+            raise _refused(" ".join(argv)[:200])
+
+
+def refuse_mpirun_and_servers() -> None:
+    """In this process an audit hook; in the processes it starts, stand-ins for the launchers
+    first on PATH and as ``SMMPI_MPIRUN`` (tests/helpers.base_env keeps both)."""
+    stubs = Path(tempfile.mkdtemp(prefix="smmpi-check-tier-"))
+    for name in sorted(_LAUNCHERS):
+        stub = stubs / name
+        stub.write_text(f'#!/bin/sh\necho "make check\'s tests start no {name}" >&2\nexit 97\n')
+        stub.chmod(0o755)
+    os.environ["PATH"] = f"{stubs}{os.pathsep}{os.environ.get('PATH', '')}"
+    os.environ["SMMPI_MPIRUN"] = str(stubs / "mpirun")
+    os.environ["SMMPI_CHECK_TIER_STUBS"] = str(stubs)
+    sys.addaudithook(_audit)
