@@ -107,6 +107,10 @@ def serve_cmd(
         raise BadInput("--port", port, "a port number from 0 to 65535")
     if parallel < 1:
         raise BadInput("--parallel", parallel, "an integer >= 1")
+    if exact and not env_only:  # where exact mode cannot run, say so before any other need
+        from smmpi.runners.local.exact import check
+
+        check(isolation, 2)
     if importlib.util.find_spec("moto") is None or importlib.util.find_spec("flask") is None:
         raise MissingServe(
             "smmpi serve needs moto's server app: pip install 'smmpi[serve]' (moto[server])"

@@ -100,12 +100,31 @@ def trainer_spec(job: MPIJob, settings: Settings, source_dir: Path) -> dict[str,
         "max_wait": job.max_wait,
         "tags": tags,
         "checkpoint_s3_uri": job.checkpoint_s3_uri,
-        "inputs": job.input_map,
+        "inputs": {name: _for_sdk(name, uri) for name, uri in job.input_map.items()},
         "output_path": job.output_path,
         "encrypt_inter_container_traffic": job.encrypt_inter_container_traffic,
         "network_isolation": job.network_isolation,
         "subnets": list(settings.subnets),
         "security_groups": list(settings.security_groups),
+    }
+
+
+#: A ``file://`` channel (a local run's) as ModelTrainer takes it: an S3 URI, which the request
+#: then carries back as the ``file://`` URI, as the estimators' local requests do (the SDK
+#: refuses ``file://``, and would upload a plain path).
+_LOCAL_CHANNEL = "s3://smmpi-local-channel/{name}"
+
+
+def _for_sdk(name: str, uri: str) -> str:
+    return _LOCAL_CHANNEL.format(name=name) if uri.startswith("file://") else uri
+
+
+def local_channels(job: MPIJob) -> dict[str, str]:
+    """Stand-in URI -> ``file://`` URI, for each of the job's local channels."""
+    return {
+        _LOCAL_CHANNEL.format(name=name): uri
+        for name, uri in job.input_map.items()
+        if uri.startswith("file://")
     }
 
 
@@ -166,6 +185,7 @@ def capture(job: MPIJob, keep: Path, settings: Settings) -> Captured:
     notes = [*settings.notes, *job.notes, WORLD_FIX.format(world=job.world_size, ppn=job.ppn)]
     if sdk3:
         notes.append(f"built by SDK v3's ModelTrainer (sagemaker.train) in {sdk3}")
+    request = restore_placeholders(request, local_channels(job))
     return Captured(
         restore_placeholders(request, settings.placeholders),
         copies,

@@ -47,6 +47,7 @@ from smmpi.spec.checks import (
     strict_kwargs,
 )
 from smmpi.spec.limits import check_limits, check_types, run_seconds
+from smmpi.spec.shell import check_shell_words
 from smmpi.spec.versions import DEFAULT_FRAMEWORK, FRAMEWORKS, resolve_versions
 from smmpi.spec.world import check_instances, check_ppn
 
@@ -122,6 +123,8 @@ class MPIJob:
         check_limits(
             str(self.framework), self.hyperparameter_map, self.input_map, self.tag_map, self.env_map
         )
+        if self.api != "model-trainer":  # the estimators' images run the toolkit's shell
+            check_shell_words(str(self.framework), self.hyperparameter_map)
         set_("max_run", run_seconds("max_run", self.max_run))
         set_("volume_size", positive_int("volume_size", self.volume_size, 16384))
         check_job_names(self.job_name, self.base_job_name)

@@ -20,6 +20,7 @@ from smmpi.bounded import ascii_int, existing_problem
 from smmpi.errors import BadInput
 from smmpi.spec.checks import Pairs, check_env, parse_mpi_options
 from smmpi.spec.checks import check_hyperparameters as check_hyperparameter_names
+from smmpi.spec.shell import check_shell_words
 
 #: The files a run writes in ``--log-dir``.
 _LOG_NAME_RE = re.compile(r"rank-[0-9]+\.log|mpirun\.log")
@@ -131,6 +132,7 @@ def check_run_choices(
     """``smmpi run``'s hyperparameters, Environment and mpirun options, checked as MPIJob checks
     ``submit``'s: the same names, limits and refusals (credentials, launch options, no shell)."""
     hps = check_hyperparameter_names(hyperparameters)
+    check_shell_words(framework, hps)
     variables = check_env(env)
     if hps or variables:  # botocore's model is read only when there is something to count
         check_limits(framework, hps, {}, {}, variables)

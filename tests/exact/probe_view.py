@@ -2,6 +2,7 @@
 
 import json
 import os
+import resource
 import socket
 import sys
 
@@ -28,6 +29,8 @@ view = {
     "opt_ml": tree("/opt/ml"),
     "uid": os.getuid(),
     "umask": os.umask(0o022),
+    "nofile": resource.getrlimit(resource.RLIMIT_NOFILE),
+    "etc_environment": sorted(os.popen("cat /etc/environment 2>/dev/null").read().splitlines()),
 }
 world.Barrier()  # every rank has looked before any writes its view
 # the view goes to a file (a long line may be split by the toolkit's output tagger)

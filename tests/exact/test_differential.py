@@ -70,14 +70,35 @@ def _views(tmp_path: Path, name: str, exact: bool) -> dict[int, dict[str, Any]]:
     return views
 
 
+#: The soft open-file limit of a process that an ssh login starts (sshd and its PAM session).
+SSH_SOFT_NOFILE = 1024
+
+
+def _limits_and_etc_environment(fast: dict[str, Any], exact: dict[str, Any], worker: bool) -> None:
+    """docs/TOOLKIT.md's two differences beyond the environment, on algo-2..N only: ranks that
+    sshd's login session started have a soft open-file limit of 1024; /etc/environment holds
+    the instance's whole environment (the fast mode's model of it and more). algo-1's ranks
+    have the fast mode's limits and /etc/environment (the toolkit writes none there)."""
+    nofile_a, nofile_b = fast.pop("nofile"), exact.pop("nofile")
+    etc_a, etc_b = fast.pop("etc_environment"), exact.pop("etc_environment")
+    if not worker:
+        assert (nofile_b, etc_b) == (nofile_a, etc_a)
+        return
+    assert nofile_b == [SSH_SOFT_NOFILE, nofile_a[1]], (nofile_a, nofile_b)
+    names_a = {line.partition("=")[0] for line in etc_a}
+    names_b = {line.partition("=")[0] for line in etc_b}
+    assert names_a and names_a <= names_b, sorted(names_a - names_b)
+
+
 def test_ranks_observe_the_same_start_in_fast_and_exact_mode(tmp_path: Path) -> None:
     fast, exact = _views(tmp_path, "fast", False), _views(tmp_path, "exact", True)
     for rank in range(6):
         a, b = fast[rank], exact[rank]
         env_a, env_b = a.pop("env"), b.pop("env")
+        on_worker = b["hostname"] != "algo-1"
+        _limits_and_etc_environment(a, b, on_worker)
         assert a == b, rank  # argv, interpreter, cwd, hostname, uid, umask, /opt/ml, tag
         assert set(env_a) - set(env_b) == FAST_ONLY
-        on_worker = b["hostname"] != "algo-1"
         assert set(env_b) - set(env_a) == (SSH_SESSION if on_worker else set()), rank
         shared = set(env_a) & set(env_b)
         assert {k: env_a[k] for k in shared} == {k: env_b[k] for k in shared}, rank

@@ -108,7 +108,6 @@ TOOLKIT_VALUES = {
     "PATH",
     "PYTHONPATH",
     "SM_MODULE_DIR",
-    "SM_NUM_CPUS",
     "SM_TRAINING_ENV",
 }
 
@@ -116,7 +115,13 @@ TOOLKIT_VALUES = {
 def test_ranks_observe_the_fast_modes_start_but_for_the_documented_differences(
     tmp_path: Path,
 ) -> None:
-    from tests.exact.test_differential import FAST_ONLY, PER_RUN, SSH_SESSION, _normalised
+    from tests.exact.test_differential import (
+        FAST_ONLY,
+        PER_RUN,
+        SSH_SESSION,
+        _limits_and_etc_environment,
+        _normalised,
+    )
 
     def views(name: str, exact: bool) -> dict[int, dict[str, Any]]:
         (tmp_path / name).mkdir()
@@ -149,6 +154,7 @@ def test_ranks_observe_the_fast_modes_start_but_for_the_documented_differences(
         a, b = fast[rank], exact[rank]
         env_a, env_b = a.pop("env"), b.pop("env")
         assert a.pop("executable") != b.pop("executable")  # the toolkit's interpreter
+        _limits_and_etc_environment(a, b, b["hostname"] != "algo-1")
         assert a == b, rank  # argv, cwd, hostname, uid, umask, /opt/ml, output tag
         assert set(env_a) - set(env_b) == FAST_ONLY
         worker = SSH_SESSION if b["hostname"] != "algo-1" else set()

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.metadata
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -144,7 +146,7 @@ def test_a_requirements_txt_that_does_not_install(tmp_path: Path) -> None:
     assert "ran" not in exact.stdout
 
 
-def test_a_setup_py_needs_pypi_under_the_toolkit(tmp_path: Path) -> None:
+def test_a_setup_py_needs_an_index_the_instances_can_read_under_the_toolkit(tmp_path: Path) -> None:
     code = tmp_path / "code"
     code.mkdir()
     write(
@@ -161,12 +163,29 @@ def test_a_setup_py_needs_pypi_under_the_toolkit(tmp_path: Path) -> None:
     fast = _submit(tmp_path, code, "train.py", False)
     assert fast.returncode == 0, fast.stderr
     assert _said(fast.stdout) == {r: sorted(["setup", str(r), "7", "__main__"]) for r in range(4)}
-    # the toolkit's `pip install .` builds in isolation: it fetches setuptools from PyPI,
-    # and the instances have no route off this machine (docs/TOOLKIT.md)
-    exact = _submit(tmp_path, code, "train.py", True)
+    # the toolkit's `pip install .` builds in isolation: it fetches setuptools from the index
+    # pip's configuration names. The instances see this machine's /etc (its pip.conf too), not
+    # its /root: PIP_CONFIG_FILE=/dev/null leaves them PyPI only, which they cannot reach
+    # (docs/TOOLKIT.md)
+    pypi_only = ["--env", "PIP_CONFIG_FILE=/dev/null"]
+    exact = _submit(tmp_path, code, "train.py", True, *pypi_only)
     assert exact.returncode == 1
     assert "when installing build dependencies" in exact.stderr
     assert _last(exact).startswith("smmpi: algo-1's /opt/ml/output/failure: InstallModuleError:")
+    # an index the instances can read (a folder with setuptools): the build succeeds, as on
+    # SageMaker with PyPI
+    pin = f"setuptools=={importlib.metadata.version('setuptools')}"  # needs no `wheel`
+    got = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+         "-d", str(code / "wheels"), pin],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    readable = ["--env", "PIP_NO_INDEX=1", "--env", "PIP_FIND_LINKS=/opt/ml/code/wheels"]
+    shutil.rmtree(tmp_path / "exact")
+    exact = _submit(tmp_path, code, "train.py", True, *pypi_only, *readable)
+    assert exact.returncode == 0, exact.stderr[-3000:]
+    assert _said(exact.stdout) == {r: sorted(["setup", str(r), "7", "__main__"]) for r in range(4)}
 
 
 def test_a_shell_script_entry_point_runs_under_mpi_with_the_toolkit_only(tmp_path: Path) -> None:

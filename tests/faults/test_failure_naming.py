@@ -14,7 +14,7 @@ import re
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -224,30 +224,43 @@ def test_session_files_that_do_not_fit_stop_the_run(
 # --- a host that lost its network --------------------------------------------------------
 
 
-def _rank_pid(mark: str, rank: int, deadline: float) -> int:
+def _find_rank(mark: str, rank: int) -> int | None:
     """This machine's pid of ``rank`` of the run whose ranks carry ``SMMPI_TEST_MARK=mark``."""
     wanted = {f"SMMPI_TEST_MARK={mark}".encode(), f"OMPI_COMM_WORLD_RANK={rank}".encode()}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            names = set((entry / "environ").read_bytes().split(b"\0"))
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if wanted <= names and b"mpi4py" in command:
+            return int(entry.name)
+    return None
+
+
+def _rank_pid(mark: str, rank: int, deadline: float) -> int:
     while time.monotonic() < deadline:
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                names = set((entry / "environ").read_bytes().split(b"\0"))
-                command = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if wanted <= names and b"mpi4py" in command:
-                return int(entry.name)
+        pid = _find_rank(mark, rank)
+        if pid is not None:
+            return pid
         time.sleep(0.05)
     raise AssertionError(f"rank {rank} of run {mark} never started")
 
 
 def _with_eth0_down(
-    prog: Path, env: dict[str, str], timeout: str, after: float, ready: str = ""
+    prog: Path,
+    env: dict[str, str],
+    timeout: str,
+    after: float,
+    ready: str = "",
+    then: Callable[[str], None] | None = None,
 ) -> Any:
     """Run ``prog`` on 2 x 2 isolated hosts; ``after`` s into rank 2's life (with ``ready``,
     after rank 2 made that file in its instance's own filesystem), take algo-2's eth0 down
-    from outside (a rank holds a container's rights and cannot: the boundary tests)."""
+    from outside (a rank holds a container's rights and cannot: the boundary tests); then
+    call ``then`` with the run's mark."""
     mark = uuid.uuid4().hex
     env = {**env, "SMMPI_TEST_MARK": mark}
     argv = [str(BIN / "smmpi"), "run", str(prog), "-N", "2", "-n", "2", "--isolation", "hosts"]
@@ -264,6 +277,8 @@ def _with_eth0_down(
         time.sleep(after)
         nsenter = ["nsenter", "-t", str(pid), "-n", "ip", "link", "set", "eth0", "down"]
         subprocess.run(nsenter, check=True, capture_output=True)
+        if then is not None:
+            then(mark)
         out, err = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
@@ -308,14 +323,19 @@ def test_ranks_in_allreduce_when_a_host_loses_its_network(
     fault_env: dict[str, str], tmp_path: Path
 ) -> None:
     """Every rank shows its stack (inside Allreduce), or a note its records bear out; once
-    algo-2's eth0 is down, a live rank there shows the host lost it."""
+    algo-2's eth0 is down, the last line names the lost network, whether a rank there is
+    still alive at the timeout or both have ended (exit code 255: their records say it)."""
     prog = _program(
         tmp_path,
         "import numpy as np\nbuf = np.ones(1 << 16)\ncomm.Barrier()\n"
+        "comm.Allreduce(MPI.IN_PLACE, buf)\n"
+        "if rank == 2:\n"
+        "    open('/tmp/allreducing', 'w').close()\n"
         "while True:\n"
         "    comm.Allreduce(MPI.IN_PLACE, buf)\n",
     )
-    r = _with_eth0_down(prog, fault_env, "15", 1.0)
+    # eth0 goes down once every rank is past the Barrier and the first Allreduce
+    r = _with_eth0_down(prog, fault_env, "15", 0.0, ready="/tmp/allreducing")
     assert r.returncode == 124, r.stderr
     sections = r.stderr.split("--- rank ")[1:]
     assert len(sections) == 4, r.stderr
@@ -324,6 +344,81 @@ def test_ranks_in_allreduce_when_a_host_loses_its_network(
         ended = re.search(r"\(no stack: the rank had ended \d+\.\d s in: \S", section)
         assert shown or ended, section
     assert "algo-2 lost its network (eth0 has no route)" in _last_line(r.stderr), r.stderr
+
+
+def test_a_host_that_lost_its_network_is_named_when_its_ranks_have_ended(
+    fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Both ranks on algo-2 end (exit code 255) once its eth0 has no route, and the others
+    wait for them: no live rank is left there at the timeout, and the ranks' own records
+    still name the lost network."""
+    prog = _program(
+        tmp_path,
+        "def routed():\n"
+        "    return any(l.split()[:1] == ['eth0'] for l in open('/proc/self/net/route'))\n"
+        "if rank >= 2:\n"
+        "    open(f'/tmp/polling-{rank}', 'w').close()\n"
+        "    while not os.path.exists('/tmp/polling-3'):\n"
+        "        time.sleep(0.05)\n"
+        "    if rank == 2:\n"
+        "        open('/tmp/both-polling', 'w').close()\n"
+        "    while routed():\n"
+        "        time.sleep(0.05)\n"
+        "    os._exit(255)\n"
+        "comm.Barrier()\n",
+    )
+    r = _with_eth0_down(prog, fault_env, "15", 0.0, ready="/tmp/both-polling")
+    assert r.returncode == 124, r.stderr
+    expected = (
+        r"smmpi: timed out after 15 s; rank [23] \(algo-2\) had failed \d+\.\d s in: "
+        r"exit code 255, and the run did not end; algo-2 lost its network \(eth0 has no route\)"
+    )
+    assert re.fullmatch(expected, _last_line(r.stderr)), r.stderr
+
+
+def test_a_host_that_lost_its_network_is_named_when_the_run_ends_by_itself(
+    fault_env: dict[str, str], tmp_path: Path
+) -> None:
+    """algo-2's ranks end (exit code 255) once its eth0 has no route; algo-1's then end
+    (exit code 3) when told: the run ends before its timeout, and its last line names the
+    first failure and the lost network, as at a timeout."""
+    prog = _program(
+        tmp_path,
+        "def routed():\n"
+        "    return any(l.split()[:1] == ['eth0'] for l in open('/proc/self/net/route'))\n"
+        "open(f'/tmp/polling-{rank}', 'w').close()\n"
+        "if rank >= 2:\n"
+        "    while not os.path.exists('/tmp/polling-3'):\n"
+        "        time.sleep(0.05)\n"
+        "    if rank == 2:\n"
+        "        open('/tmp/both-polling', 'w').close()\n"
+        "    while routed():\n"
+        "        time.sleep(0.05)\n"
+        "    os._exit(255)\n"
+        "while not os.path.exists('/tmp/go'):\n"
+        "    time.sleep(0.05)\n"
+        "os._exit(3)\n",
+    )
+
+    def release_algo_1(mark: str) -> None:  # once both ranks on algo-2 have ended
+        deadline = time.monotonic() + 120
+        while any(_find_rank(mark, rank) is not None for rank in (2, 3)):
+            assert time.monotonic() < deadline, "algo-2's ranks did not end"
+            time.sleep(0.05)
+        for rank in (0, 1):
+            pid = _rank_pid(mark, rank, deadline)
+            while not Path(f"/proc/{pid}/root/tmp/polling-{rank}").exists():
+                assert time.monotonic() < deadline, f"rank {rank} did not start"
+                time.sleep(0.05)
+            Path(f"/proc/{pid}/root/tmp/go").touch()
+
+    r = _with_eth0_down(prog, fault_env, "600", 0.0, "/tmp/both-polling", release_algo_1)
+    assert r.returncode == 1, r.stderr
+    expected = (
+        r"smmpi: rank [23] \(algo-2\) failed: exit code 255; "
+        r"algo-2 lost its network \(eth0 has no route\)"
+    )
+    assert re.fullmatch(expected, _last_line(r.stderr)), r.stderr
 
 
 # --- the pitfall table the failure scan reads ------------------------------------------

@@ -156,3 +156,34 @@ def test_this_shells_open_mpi_settings_reach_no_instance(tmp_path: Path) -> None
     assert code == 0, err[-3000:]
     assert ranks(out + err) == expected(2, 1)
     assert "smmpi: left out this shell's Open MPI settings (OMPI_MCA_plm, PMIX_MCA_gds)" in err
+
+
+def test_a_file_channel_reaches_every_instance(tmp_path: Path) -> None:
+    """``--input train=file:///DIR``, as for the estimators: DIR's files are in
+    /opt/ml/input/data/train on every instance, and the request names the folder."""
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    write(data / "part-0.csv", "1,2\n")
+    write(data / "sub" / "part-1.csv", "3,4\n")
+    program = write(
+        tmp_path / "channel.py",
+        "import os\n"
+        "from mpi4py import MPI\n"
+        "root = os.environ['SM_CHANNEL_TRAIN']\n"
+        "found = sorted(os.path.relpath(os.path.join(d, f), root)\n"
+        "               for d, _, fs in os.walk(root) for f in fs)\n"
+        "text = open(os.path.join(root, 'sub', 'part-1.csv')).read().strip()\n"
+        "print(f'rank {MPI.COMM_WORLD.rank} in {root}: {found} {text}', flush=True)\n",
+    )
+    env = {**env_for(tmp_path), "SMMPI_LOCAL_JOBS": str(tmp_path / "jobs")}
+    uri = f"file://{data}"
+    code, out, err = local_run(tmp_path, program, 2, 1, "--input", f"train={uri}", env=env)
+    assert code == 0, err[-3000:]
+    seen = sorted(ln.split(">:", 1)[1] for ln in out.splitlines() if ">:rank " in ln)
+    files = "['part-0.csv', 'sub/part-1.csv'] 3,4"
+    assert seen == [f"rank {r} in /opt/ml/input/data/train: {files}" for r in (0, 1)]
+    (job,) = (tmp_path / "jobs").iterdir()
+    described = json.loads((job / "describe.json").read_text())
+    train = next(c for c in described["InputDataConfig"] if c["ChannelName"] == "train")
+    assert train["DataSource"]["S3DataSource"]["S3Uri"] == uri
+    assert processes_left(str(tmp_path)) == []

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.helpers import base_env
+from tests.nobody import nobody_venv
 from tests.serve.serving import ServeProcess, make_bucket
 
 _counter = itertools.count()
@@ -41,3 +42,9 @@ def bucket(serve: ServeProcess, request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def job_name(request: pytest.FixtureRequest) -> str:
     return f"t{next(_counter)}-{abs(hash(request.node.name)) % 10**10}"
+
+
+@pytest.fixture(scope="session")
+def nobody_smmpi() -> Iterator[str]:
+    """User 65534's own ``smmpi`` (the checkout and its venv may be root's only)."""
+    yield from (str(venv / "bin" / "smmpi") for venv in nobody_venv())

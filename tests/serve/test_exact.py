@@ -13,6 +13,7 @@ import pytest
 from smmpi.runners.local.exact import FIRST_LINE
 from smmpi.serve import Server
 from tests.helpers import BIN, base_env
+from tests.nobody import NOBODY
 from tests.serve.serving import dry_run_request, script_source
 
 pytestmark = pytest.mark.aws
@@ -85,7 +86,7 @@ def test_a_job_created_against_an_exact_server_reaches_its_workers_through_sshd(
 
 
 def test_exact_where_it_cannot_run_is_one_line_exit_2_and_nothing_started(
-    tmp_path: Path,
+    tmp_path: Path, nobody_smmpi: str
 ) -> None:
     env = base_env(tmp_path)
     state = tmp_path / "state"
@@ -99,8 +100,7 @@ def test_exact_where_it_cannot_run_is_one_line_exit_2_and_nothing_started(
     assert len(refused.stderr.splitlines()) == 1 and "--exact" in refused.stderr
     assert not state.exists()
     nobody = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-         str(BIN / "smmpi"), "serve", "--exact", "--port", "0",
+        [*NOBODY, nobody_smmpi, "serve", "--exact", "--port", "0",
          "--state", str(tmp_path / "nobody-state")],
         env={**env, "HOME": "/tmp"}, capture_output=True, text=True, timeout=60,
         cwd="/",

@@ -46,6 +46,7 @@ class Instance:
     ssh_keys: str = ""  # exact mode: the run's keys (sshd.py), and sshd on port 22; "": none
     ssh_log: str = ""  # where this instance's sshd logs; "": the instance's command starts it
     own_copies: tuple[str, ...] = ()  # folders of ``keep`` this instance has a copy of its own
+    worker: bool = True  # algo-2..N: where the toolkit writes ``env`` to /etc/environment
 
 
 def _rebind(root_fd: int, root: str, entries: list[str], skip: str) -> None:
@@ -262,8 +263,10 @@ def set_up(instance: Instance) -> None:
         own_copy(path)
     if instance.ssh_keys:
         private_folder("/run", instance.keep)  # a container's own /run (sshd's /run/sshd)
-        # the toolkit writes /etc/environment itself where it starts sshd (no ssh_log)
-        sshd.configure(instance.ssh_keys, instance.env if instance.ssh_log else None)
+        # the toolkit writes /etc/environment itself where it starts sshd (no ssh_log), and on
+        # its workers only, as here
+        written = instance.ssh_log and instance.worker
+        sshd.configure(instance.ssh_keys, instance.env if written else None)
     if own_network:
         kernel.link_up("lo")
 

@@ -151,6 +151,7 @@ def set_up(spec: dict[str, Any]) -> list[Holder]:
             spec.get("ssh_keys") or "",
             _sshd_log(spec, name),
             tuple(spec.get("own_copies") or ()),
+            worker=k > 1,
         )
         for k, name in enumerate(hosts, start=1)
     ]

@@ -10,8 +10,8 @@ images' Dockerfiles configure it so, and so does each instance here:
 - a host key in ``/etc/ssh`` (the machine's own host keys are hidden in the instance);
 - ``PermitRootLogin yes``; ``pam_loginuid`` optional (a container may not set it);
 - ``/run/sshd``, the privilege-separation folder, in the instance's own ``/run``;
-- ``/etc/environment`` holds the instance's environment, which an ssh session gets (the
-  toolkit writes it so on SageMaker before it starts sshd).
+- ``/etc/environment`` holds a worker's environment, which an ssh session gets (the
+  toolkit's worker writes it so on SageMaker before it starts sshd; algo-1 writes none).
 
 The images make their keys when they are built; here one pair of keys (root's and the
 host's, ed25519, which takes milliseconds) is made per run by the pod's first process in

@@ -20,11 +20,12 @@ from pathlib import Path
 from smmpi.errors import BadInput
 from smmpi.runners.base import Progress
 from smmpi.runners.hosts import launch, sshd
-from smmpi.runners.local import modes, toolkits
+from smmpi.runners.local import instance_probes, modes, toolkits
 from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
 from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.venvs import cached_venv, site_packages
 from smmpi.toolkit.container import start_env
+from smmpi.toolkit.images import framework_of, torch_version
 from smmpi.toolkit.shape import JobShape
 
 FIELD = "--exact"
@@ -67,6 +68,10 @@ def check(isolation_mode: str | None, instances: int, image: str = "") -> None:
     reason = unavailable_reason(instances)
     if reason:
         raise BadInput(FIELD, True, f"a machine where it can run ({reason})")
+    missing = toolkits.missing_framework(toolkits.toolkit_of(image).framework)
+    if missing:
+        what, fix = missing
+        raise BadInput(FIELD, True, f"an image whose toolkit has what it needs: {what}; {fix}")
 
 
 def prepare(image: str, progress: Progress) -> None:
@@ -94,16 +99,20 @@ def toolkit_sources(image: str = "") -> tuple[Path, ...] | None:
     return toolkits.sources(image)
 
 
-def toolkit_python(sources: tuple[Path, ...], absent: tuple[str, ...] = ()) -> Path:
+def toolkit_python(
+    sources: tuple[Path, ...], absent: tuple[str, ...] = (), torch: str = ""
+) -> Path:
     """The interpreter ``train`` and the ranks run with: a venv of this Python that sees the
     toolkit's packages, then this environment's (mpi4py, the user's packages), through a
     ``.pth`` file; built once per pair under ~/.smmpi/toolkits (0700) and reused. Each
     instance gets its own copy of it, where the toolkit's pip installs the code's
     requirements (launch.Pod.own_copies). ``train`` itself does not find the packages in
-    ``absent`` (the framework the image does not ship); the ranks it starts do."""
+    ``absent`` (the framework the image does not ship); the ranks it starts do. ``torch``:
+    the version of the image's torch, which ``train`` reads (``SM_DLC_TORCH_VERSION``)."""
     sitedirs = [*map(str, sources), site_packages()]
-    train = _TRAIN.format(absent=repr(tuple(absent)))
-    return cached_venv(toolkits.cache_root(), "toolkit", sitedirs, {"train": train})
+    train = _TRAIN.format(absent=repr(tuple(absent)), torch=repr(torch))
+    probes = {instance_probes.MODULE: instance_probes.source()}
+    return cached_venv(toolkits.cache_root(), "toolkit", sitedirs, {"train": train}, probes)
 
 
 #: The container's ``train``. A PyTorch image has no TensorFlow: its toolkit's process finds
@@ -120,6 +129,10 @@ class NotInTheImage:
 
 
 sys.meta_path.insert(0, NotInTheImage())
+import smmpi_probes  # the instance type's GPUs and vCPUs, as its own probes count them
+
+smmpi_probes.stand_in(sys.argv[0])
+smmpi_probes.image_torch({torch})
 from sagemaker_training.cli.train import main
 
 sys.exit(main())
@@ -163,7 +176,8 @@ def toolkit_command(
 ) -> launch.Command:
     """The pod for exact mode with the toolkit: every instance runs ``train``, as the
     container starts; ``first`` is algo-1's fast-mode environment (smmpi's run variables)."""
-    venv_dir = toolkit_python(toolkit, toolkits.toolkit_of(shape.image).absent)
+    torch = torch_version(shape.image) if framework_of(shape.image) == "pytorch" else ""
+    venv_dir = toolkit_python(toolkit, toolkits.toolkit_of(shape.image).absent, torch)
     run_env = {k: first[k] for k in _RUN_VARIABLES if k in first}
     run_env["PYTHONPATH"] = str(site_dir(run_dir))  # the rank hook, not /opt/ml/code
     envs = tuple(

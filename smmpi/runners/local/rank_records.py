@@ -45,6 +45,7 @@ class RankEnd:
     code: int | None
     signal: int | None
     time: float
+    eth0_route: bool = True  # its instance's eth0 still had a route when it ended
 
     @property
     def failed(self) -> bool:
@@ -108,7 +109,13 @@ def _int(value: Any) -> int | None:
 
 def read_ends(folder: Path) -> dict[int, RankEnd]:
     return {
-        rank: RankEnd(rank, _int(r.get("code")), _int(r.get("signal")), float(r.get("time") or 0))
+        rank: RankEnd(
+            rank,
+            _int(r.get("code")),
+            _int(r.get("signal")),
+            float(r.get("time") or 0),
+            r.get("eth0_route") is not False,
+        )
         for rank, r in _rows(folder, "exit").items()
     }
 

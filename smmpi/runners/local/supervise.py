@@ -53,6 +53,7 @@ from smmpi.runners.local.verdict import (
     check_world,
     failed,
     lost_network,
+    name_lost_network,
     stack_notes,
     timed_out,
 )
@@ -180,6 +181,7 @@ def _conclude(
     result.error_message = error_message(output.captures.values())
     if result.exit_code == EXIT_OK and (failed(ends, code) or output.scan.stops):
         blame(result, ends, output.scan, dataclasses.replace(run, code=code))
+        name_lost_network(result, run)
     check_started(result, ends, run, code)
     check_world(result, run)
 

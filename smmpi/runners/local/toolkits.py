@@ -12,7 +12,7 @@ sagemaker-training 4.8.3's ``protobuf<=3.20.3``, would shadow the TensorFlow the
 with sagemaker-training's other dependencies resolved beside it: the layering the project's
 own toolkit environments use (``make .venv-toolkit/.installed .toolkit-tf/.installed``).
 
-``$SMMPI_TOOLKIT_VENV`` (PyTorch images, and a bare ``smmpi run``) and ``$SMMPI_TOOLKIT_TF``
+``$SMMPI_TOOLKIT_VENV`` (PyTorch images, and a request without an image) and ``$SMMPI_TOOLKIT_TF``
 (TensorFlow images; folders layered over ``$SMMPI_TOOLKIT_VENV`` when both are set, as
 ``make .toolkit-tf/.installed`` builds them) name environments already built instead;
 ``SMMPI_TOOLKIT_VENV=none`` turns the toolkit off (exact mode then runs the container's
@@ -22,6 +22,7 @@ mpirun line, with sshd only).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -37,7 +38,7 @@ from smmpi.runners.base import Progress
 from smmpi.runners.local.pip_lines import pip_reason
 from smmpi.toolkit.images import framework_of
 
-#: The PyTorch images' toolkit (and a bare ``smmpi run``'s): a venv, or ``none``.
+#: The PyTorch images' toolkit (and that of a request without an image): a venv, or ``none``.
 VENV = "SMMPI_TOOLKIT_VENV"
 #: The TensorFlow images' toolkit: folders (venvs or ``pip --target`` folders), first first.
 TF = "SMMPI_TOOLKIT_TF"
@@ -97,7 +98,8 @@ TOOLKITS = {
 
 
 def toolkit_of(image: str) -> Toolkit:
-    """The toolkit ``image`` runs (a bare ``smmpi run``, without an image: PyTorch's)."""
+    """The toolkit ``image`` runs (without an image: PyTorch's; ``smmpi run`` without
+    ``--framework`` has the default TensorFlow image)."""
     return TOOLKITS[framework_of(image) if image else "pytorch"]
 
 
@@ -184,6 +186,9 @@ def status(framework: str) -> tuple[bool, str, str]:
     except BadInput as err:
         fix = f"name a venv holding sagemaker-training in {err.field}, or unset it"
         return False, str(err), fix
+    missing = missing_framework(framework)
+    if missing:
+        return False, f"{toolkit.label} needs {missing[0]}", missing[1]
     if os.environ.get(variable):
         return True, f"sagemaker-training {version_in(sites)} from {variable}", ""
     final = built_folder(toolkit)
@@ -195,6 +200,27 @@ def status(framework: str) -> tuple[bool, str, str]:
         f"with pip, once",
         f"run it once where PyPI (or pip's index) is reachable, or name a built one in {variable}",
     )
+
+
+#: The TensorFlow images' toolkit imports TensorFlow as it starts
+#: (``sagemaker_tensorflow_container/training.py``: ``import tensorflow as tf``); the images
+#: have it, and here it comes from smmpi's environment, which the ranks share.
+FRAMEWORK_IMPORTS = {"tensorflow": ("tensorflow", "TensorFlow")}
+
+
+def missing_framework(framework: str) -> tuple[str, str] | None:
+    """What the toolkit of ``framework``'s images imports at start and smmpi's environment
+    lacks, and how to install it; None when nothing is missing (or the toolkit is off)."""
+    if off() or framework not in FRAMEWORK_IMPORTS:
+        return None
+    module, name = FRAMEWORK_IMPORTS[framework]
+    if importlib.util.find_spec(module) is not None:
+        return None
+    what = (
+        f"{name} in smmpi's environment ({sys.executable}), which the {framework} images' "
+        f"toolkit imports as it starts (else: No module named {module!r})"
+    )
+    return what, f"pip install {module} there, or run a --framework pytorch job"
 
 
 def version_in(sites: tuple[Path, ...]) -> str:

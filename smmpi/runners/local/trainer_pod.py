@@ -25,6 +25,7 @@ from typing import Any
 from smmpi.errors import BadInput
 from smmpi.runners.drivers.line import CONTAINER_PATH, container_environment
 from smmpi.runners.hosts import launch
+from smmpi.runners.local import instance_probes
 from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
 from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.venvs import cached_venv, site_packages
@@ -48,7 +49,9 @@ def check_paramiko() -> None:
 def driver_python() -> Path:
     """The venv whose ``bin/python3`` and ``bin/pip3`` stand for the image's; built once."""
     root = Path.home() / ".smmpi" / "drivers"
-    return cached_venv(root, "driver", [site_packages()], {"pip3": _PIP})
+    probes = {instance_probes.MODULE: instance_probes.source()}
+    startup = instance_probes.driver_startup()
+    return cached_venv(root, "driver", [site_packages()], {"pip3": _PIP}, probes, startup)
 
 
 def entrypoint(request: Mapping[str, Any]) -> list[str]:

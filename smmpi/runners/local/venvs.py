@@ -25,10 +25,21 @@ def site_packages() -> str:
     return sysconfig.get_paths()["purelib"]
 
 
-def cached_venv(root: Path, kind: str, sitedirs: Sequence[str], scripts: Mapping[str, str]) -> Path:
+def cached_venv(
+    root: Path,
+    kind: str,
+    sitedirs: Sequence[str],
+    scripts: Mapping[str, str],
+    modules: Mapping[str, str] | None = None,
+    startup: str = "",
+) -> Path:
     """The venv under ``root`` that sees ``sitedirs`` (first first) through ``smmpi_<kind>.pth``
-    and has ``scripts`` (name -> Python source) in ``bin``, run by its own ``python3``."""
-    named = "\0".join([kind, *sitedirs, sys.version, *(f"{k}={v}" for k, v in scripts.items())])
+    and has ``scripts`` (name -> Python source) in ``bin``, run by its own ``python3``;
+    ``modules`` (name -> source) in its site-packages, and ``startup``, a statement its
+    ``.pth`` runs in every process of the venv once ``sitedirs`` are on ``sys.path``."""
+    modules = modules or {}
+    parts = [*(f"{k}={v}" for k, v in scripts.items()), *(f"{k}:{v}" for k, v in modules.items())]
+    named = "\0".join([kind, *sitedirs, sys.version, *parts, startup])
     venv_dir = root / hashlib.sha256(named.encode()).hexdigest()[:16]
     if all((venv_dir / "bin" / name).is_file() for name in scripts):
         return venv_dir
@@ -38,6 +49,7 @@ def cached_venv(root: Path, kind: str, sitedirs: Sequence[str], scripts: Mapping
     partial = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
     try:  # an interrupt or a failure leaves no half-built venv
         _build(partial, venv_dir, kind, sitedirs, scripts)
+        _add(partial, kind, modules, startup)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
@@ -60,3 +72,12 @@ def _build(
         script = partial / "bin" / name
         script.write_text(f"#!{venv_dir}/bin/python3\n{source}")
         script.chmod(0o700)
+
+
+def _add(partial: Path, kind: str, modules: Mapping[str, str], startup: str) -> None:
+    purelib = sysconfig.get_paths(vars={"base": str(partial), "platbase": str(partial)})["purelib"]
+    for name, source in modules.items():
+        Path(purelib, f"{name}.py").write_text(source)
+    if startup:
+        with Path(purelib, f"smmpi_{kind}.pth").open("a") as pth:
+            pth.write(f"import sys; {startup}\n")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from smmpi.mpi_output import FailureScan, Pitfall, printable
 from smmpi.runners.local.exits import Blame, Ends
-from smmpi.runners.local.rank_records import read_init_ends, signal_text
+from smmpi.runners.local.rank_records import read_ends, read_init_ends, signal_text
 from smmpi.runners.local.room import full_line
 from smmpi.toolkit.hosts import host_dirs, host_of_rank
 from smmpi.toolkit.shape import JobShape
@@ -246,6 +246,16 @@ def timed_out(result: RunResult, ends: Ends, run: Run, lost: list[str]) -> None:
     result.reason = "; ".join(p for p in parts if p)
 
 
+def name_lost_network(result: RunResult, run: Run) -> None:
+    """A run that ended by itself: add the hosts whose eth0 had no route when a rank there
+    ended (the ranks' records say so), as a timeout's line does."""
+    lost = [f"{host} lost its network (eth0 has no route)" for host in lost_network({}, run)]
+    if lost and result.phrase is not None:
+        result.phrase = "; ".join([result.phrase, *lost])
+    if lost:
+        result.reason = "; ".join([result.reason or "", *lost]).removeprefix("; ")
+
+
 def stack_notes(ends: Ends, run: Run) -> dict[int, str]:
     """Why a rank shows no stack at a timeout, from its records."""
     notes: dict[int, str] = {}
@@ -267,11 +277,16 @@ def stack_notes(ends: Ends, run: Run) -> dict[int, str]:
 
 
 def lost_network(pids: Mapping[int, int], run: Run) -> list[str]:
-    """Emulated hosts (isolated mode) whose eth0 has no route, seen from a live rank there."""
+    """Emulated hosts (isolated mode) whose eth0 has no route: seen from a live rank there,
+    or recorded by a rank's watcher there when the rank ended."""
     if run.mode != "hosts":
         return []
+    unrouted = {run.host(e.rank) for e in read_ends(run.record_dir).values() if not e.eth0_route}
     lost: list[str] = []
     for host in run.shape.hosts:
+        if host in unrouted:
+            lost.append(host)
+            continue
         ranks = [r for r in pids if run.host(r) == host]
         for rank in ranks:
             with contextlib.suppress(OSError):

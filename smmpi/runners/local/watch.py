@@ -122,6 +122,16 @@ def rank_id() -> str:
     return os.environ.get("OMPI_COMM_WORLD_RANK") or os.environ.get("PMIX_RANK") or "unknown"
 
 
+def eth0_routed() -> bool:
+    """eth0 has a route in this process's network namespace (an isolated instance's): a
+    rank that ends once its instance lost its network says so in its record."""
+    try:
+        with open("/proc/self/net/route", encoding="ascii", errors="replace") as table:
+            return any(line.split()[:1] == ["eth0"] for line in table)
+    except OSError:
+        return True
+
+
 def rank_main(host_file: str, command: list[str]) -> None:
     with open(host_file, "rb") as f:
         for entry in f.read().split(b"\0"):
@@ -142,7 +152,8 @@ def rank_main(host_file: str, command: list[str]) -> None:
     row = (
         f'{{"rank": {rank if rank.isdigit() else "null"}, "pid": {child}, '
         f'"code": {"null" if code is None else code}, '
-        f'"signal": {"null" if sig is None else sig}, "time": {time.time()!r}}}'
+        f'"signal": {"null" if sig is None else sig}, "time": {time.time()!r}, '
+        f'"eth0_route": {"true" if eth0_routed() else "false"}}}'
     )
     folder = os.environ.get("SMMPI_STACK_DIR")
     if folder:
