@@ -262,15 +262,21 @@ def execute(
     start, started = time.monotonic() - spent, time.time()
     proc = _start(how, run_dir, shape.world_size, stdin_closed, remove_on_death)
     supervisor = Supervisor(proc, stack_dir(run_dir), how.translate)
-    sessions = run_dir
-    if mode == "processes":
-        sessions = sessions_folder(how.env, shape.custom_mpi_options, run_dir)
+    sessions = _sessions(how.env, shape, run_dir, mode)
     run = Run(shape, mode, supervisor.stack_dir, run_dir, started, None, sessions)
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = _supervise(supervisor, pumps, output, run, timeout, start)
     _conclude(result, supervisor, output, run, progress)
     _say_outcome(result, shape, stdin_closed, progress)
     return result
+
+
+def _sessions(env: dict[str, str], shape: JobShape, run_dir: Path, mode: str) -> Path:
+    """Where Open MPI keeps its session files: the run's folder, or in processes mode the
+    folder the job's own ``orte_tmpdir_base`` names."""
+    if mode == "processes":
+        return sessions_folder(env, shape.custom_mpi_options, run_dir)
+    return run_dir
 
 
 def _say_notes(
