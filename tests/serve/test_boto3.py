@@ -372,3 +372,18 @@ def test_sharded_by_s3_key_gives_each_instance_its_share(
         "rank 0 on algo-1 has ['part-0.csv', 'part-2.csv', 'part-4.csv']" in x for x in lines
     )
     assert any("rank 1 on algo-2 has ['part-1.csv', 'part-3.csv']" in x for x in lines), lines
+
+
+def test_a_hyperparameter_the_tensorflow_shell_breaks_on_fails_the_job(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    """As on SageMaker, where the TensorFlow images' toolkit runs the mpirun line through
+    /bin/sh and a quote in a hyperparameter ends the job before any rank starts."""
+    request = dry_run_request(serve.env, job_name, bucket, "--framework", "tensorflow")
+    request["HyperParameters"]["msg"] = json.dumps("it's")
+    put_source(serve, request, demo_source())
+    serve.client("sagemaker").create_training_job(**request)
+    desc = wait_end(serve, job_name)
+    assert desc["TrainingJobStatus"] == "Failed"
+    assert "hyperparameter msg" in desc["FailureReason"]
+    assert "/bin/sh" in desc["FailureReason"]

@@ -61,8 +61,11 @@ from smmpi.runners.local.records import (
 from smmpi.runners.local.req_files import requirement_lines
 from smmpi.runners.local.requirements import install_code
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
+from smmpi.spec.shell import check_shell_words
 from smmpi.toolkit.hosts import HostDirs
+from smmpi.toolkit.images import framework_of
 from smmpi.toolkit.mpirun import container_mpirun
+from smmpi.toolkit.request import user_hyperparameters
 from smmpi.toolkit.shape import JobShape, shape_from_request
 
 if TYPE_CHECKING:
@@ -201,8 +204,10 @@ def _check_before_work(
     if options.exact:
         exact.check(options.isolation, shape.instances, shape.image)
     toolkit = options.exact and exact.uses_toolkit(shape.image)  # it installs the code itself
-    if not toolkit:  # else the toolkit decides
+    if not toolkit:  # else the toolkit decides, and its shell fails as on SageMaker
         check_request_entry(shape.script, source)
+        hps = {k: str(v) for k, v in user_hyperparameters(request).items()}
+        check_shell_words(framework_of(shape.image), hps)  # (a request from serve or boto3)
     wanted = requirement_lines(source, options.install_requirements or toolkit)
     preflight()  # a missing MPI is bad input: fail before the job's folder exists
     check_channels(request)  # (a FIFO, a device, /proc/self/environ...)
