@@ -7,6 +7,8 @@ number. Each point is appended to ``STATE/metrics/JOB.jsonl`` (at most
 ``MAX_POINTS`` a job), so the series survives a restart; memory keeps only
 each running job's last value of each metric, which DescribeTrainingJob shows
 as ``FinalMetricDataList`` (SageMaker's shape: name, value, timestamp).
+``STATE/metrics/JOB.json`` names the job's region and each metric's hosts,
+which CloudWatch's ListMetrics reads (:mod:`.cloudwatch`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from smmpi.serve.errors import validation
-from smmpi.serve.state import subfolder
+from smmpi.serve.state import read_json, subfolder, write_json
 
 MAX_POINTS = 100_000  # points kept on disk for one job; the last values are kept beyond it
 _MAX_FILE = 64 << 20  # the most bytes of a job's series read back
@@ -58,12 +60,13 @@ def _value(match: re.Match[str]) -> float | None:
 class _Job:
     """One running job's compiled definitions, its last values and its series' file."""
 
-    def __init__(self, request: dict[str, Any], path: Path) -> None:
+    def __init__(self, request: dict[str, Any], path: Path, region: str) -> None:
         self.patterns = [
             (str(d["Name"]), re.compile(str(d["Regex"]))) for d in definitions(request)
         ]
-        self.path = path
+        self.path, self.region = path, region
         self.last: dict[str, tuple[float, float]] = {}  # name -> (value, timestamp)
+        self.hosts: dict[str, list[str]] = {}  # name -> the hosts that logged it
         self.points = 0
 
 
@@ -75,14 +78,15 @@ class JobMetrics:
         self.lock = threading.Lock()
         self.jobs: dict[str, _Job] = {}
 
-    def open(self, name: str, request: dict[str, Any]) -> None:
+    def open(self, name: str, request: dict[str, Any], region: str) -> None:
         """Start matching ``name``'s log lines (nothing to do when it defines no metric)."""
         if definitions(request):
             with self.lock:
-                self.jobs[name] = _Job(request, self.folder / f"{name}.jsonl")
+                self.jobs[name] = _Job(request, self.folder / f"{name}.jsonl", region)
 
-    def feed(self, name: str, lines: list[str], when: float) -> bool:
-        """Match ``lines`` (logged at epoch ``when``); True when a metric got a new value."""
+    def feed(self, name: str, host: str, lines: list[str], when: float) -> bool:
+        """Match ``host``'s ``lines`` (logged at epoch ``when``); True when a metric got a
+        new value."""
         job = self.jobs.get(name)
         if job is None:
             return False
@@ -98,10 +102,14 @@ class JobMetrics:
         with self.lock:
             for metric, value in found:
                 job.last[metric] = (value, when)
-            self._write(job, found, when)
+                if host not in job.hosts.setdefault(metric, []):
+                    job.hosts[metric].append(host)
+                    index = {"region": job.region, "hosts": job.hosts}
+                    write_json(job.path.with_suffix(".json"), index)
+            self._write(job, host, found, when)
         return True
 
-    def _write(self, job: _Job, found: list[tuple[str, float]], when: float) -> None:
+    def _write(self, job: _Job, host: str, found: list[tuple[str, float]], when: float) -> None:
         room = MAX_POINTS - job.points
         if room <= 0:
             return
@@ -109,7 +117,9 @@ class JobMetrics:
         job.points += len(found)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
         with os.fdopen(os.open(job.path, flags, 0o600), "a", encoding="utf-8") as f:
-            f.writelines(json.dumps({"m": m, "v": v, "t": when}) + "\n" for m, v in found)
+            f.writelines(
+                json.dumps({"m": m, "v": v, "t": when, "h": host}) + "\n" for m, v in found
+            )
 
     def final(self, name: str) -> list[dict[str, Any]] | None:
         """``FinalMetricDataList`` (None when no metric has a value): a running job's from
@@ -125,8 +135,21 @@ class JobMetrics:
         with self.lock:
             self.jobs.pop(name, None)
 
-    def series(self, name: str) -> dict[str, list[tuple[float, float]]]:
-        """Every metric's points of job ``name`` (timestamp, value), from its file."""
+    def index(self, name: str) -> dict[str, Any] | None:
+        """The job's region and each metric's hosts (None when no metric has a value)."""
+        try:
+            found: dict[str, Any] = read_json(self.folder / f"{name}.json")
+        except (OSError, ValueError):
+            return None
+        return found if isinstance(found, dict) else None
+
+    def indexed(self) -> list[str]:
+        """The jobs whose metrics have values, by name."""
+        return sorted(p.stem for p in self.folder.glob("*.json"))
+
+    def series(self, name: str, host: str | None = None) -> dict[str, list[tuple[float, float]]]:
+        """Every metric's points of job ``name`` (timestamp, value), from its file; with
+        ``host``, only that host's."""
         path = self.folder / f"{name}.jsonl"
         found: dict[str, list[tuple[float, float]]] = {}
         try:
@@ -139,6 +162,8 @@ class JobMetrics:
             for line in f.read(_MAX_FILE).splitlines():
                 try:
                     point = json.loads(line)
+                    if host is not None and point.get("h") != host:
+                        continue
                     found.setdefault(str(point["m"]), []).append(
                         (float(point["t"]), float(point["v"]))
                     )

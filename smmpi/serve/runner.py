@@ -230,11 +230,11 @@ class JobRunner:
             proc.send_signal(signal.SIGTERM)
         assert proc.stdout is not None and proc.stderr is not None
 
-        self.metrics.open(name, request)
+        self.metrics.open(name, request, region)
 
         def to_log(line: str) -> None:
             self.logs.append(name, region, first, streams[first], [line])
-            if self.metrics.feed(name, [line], time.time()):
+            if self.metrics.feed(name, first, [line], time.time()):
                 self.store.show(name, FinalMetricDataList=self.metrics.final(name))
 
         def to_events(line: str) -> None:
