@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -12,11 +14,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.helpers import base_env
 from tests.serve.serving import (
     REGION,
     ROLE,
     ServeProcess,
     dry_run_request,
+    make_bucket,
     put_source,
     script_source,
     wait_end,
@@ -233,3 +237,48 @@ def test_the_sdks_estimator_and_training_job_analytics_see_the_metrics(
     assert lines["NAMES"] == "['train:loss']"
     values = json.loads(lines["VALUES"])
     assert values and all(0.25 <= v <= 0.5 for v in values)  # the minutes' averages
+
+
+WAITS = """
+import time
+from mpi4py import MPI
+if MPI.COMM_WORLD.Get_rank() == 0:
+    print("train_loss=0.5", flush=True)
+    print("train_loss=0.125", flush=True)
+time.sleep(3600)  # until serve is killed
+"""
+
+
+def test_a_jobs_metrics_outlive_serve_killed_while_it_runs(tmp_path: Path) -> None:
+    serve = ServeProcess(tmp_path / "state", base_env(tmp_path))
+    again = None
+    try:
+        make_bucket(serve, "metrics-bucket")
+        request = _request(serve, "metrics-bucket", "killed-with-metrics", DEFINITIONS[:1])
+        put_source(serve, request, script_source(WAITS))
+        sm = serve.client("sagemaker")
+        sm.create_training_job(**request)
+        deadline = time.monotonic() + 120
+        final: list[dict[str, Any]] = []
+        while not final or final[0]["Value"] != 0.125:  # shown while the job runs
+            assert time.monotonic() < deadline, "no FinalMetricDataList while the job ran"
+            desc = sm.describe_training_job(TrainingJobName="killed-with-metrics")
+            assert desc["TrainingJobStatus"] == "InProgress"
+            final = desc.get("FinalMetricDataList", [])
+            time.sleep(0.2)
+        serve.stop(signal.SIGKILL)
+        again = ServeProcess(tmp_path / "state", base_env(tmp_path))
+        desc = again.client("sagemaker").describe_training_job(
+            TrainingJobName="killed-with-metrics"
+        )
+        assert desc["TrainingJobStatus"] == "Failed"
+        assert [(m["MetricName"], m["Value"]) for m in desc["FinalMetricDataList"]] == [
+            ("train:loss", 0.125)
+        ]
+        by_job = [{"Name": "TrainingJobName", "Value": "killed-with-metrics"}]
+        points = _statistics(again.client("cloudwatch"), desc, "train:loss", by_job)
+        assert sum(p["SampleCount"] for p in points) == 2
+    finally:
+        serve.stop()
+        if again is not None:
+            again.stop()
