@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.helpers import base_env
+from tests.helpers import BIN, base_env
 from tests.serve.serving import (
     REGION,
     ROLE,
@@ -74,6 +74,13 @@ def test_final_metric_data_list_is_each_metrics_last_value(
         assert desc["TrainingStartTime"] <= metric["Timestamp"] <= desc["TrainingEndTime"]
     shown = desc["AlgorithmSpecification"]["MetricDefinitions"]
     assert shown == DEFINITIONS
+    smmpi = [str(BIN / "smmpi"), "status", job_name]
+    status = subprocess.run(smmpi, env=serve.env, capture_output=True, text=True, timeout=120)
+    assert status.returncode == 0, status.stderr
+    assert "metrics    train:loss 0.3333, test:accuracy 0.75" in status.stdout.splitlines()
+    shown = subprocess.run([*smmpi, "--json"], env=serve.env, capture_output=True, text=True)
+    metrics = json.loads(shown.stdout)["final_metrics"]
+    assert metrics == {"train:loss": 0.3333, "test:accuracy": 0.75}
 
 
 @pytest.mark.parametrize(
