@@ -127,6 +127,8 @@ def _buckets(
     if period < 1:
         raise _invalid("The parameter Period must be at least 1.")
     first, last = start.timestamp(), end.timestamp()
+    if first >= last:
+        raise _invalid("The parameter StartTime must be less than the parameter EndTime.")
     found: dict[float, list[float]] = {}
     for when, value in points:
         if first <= when < last:

@@ -198,6 +198,20 @@ def test_cloudwatch_refuses_what_it_cannot_answer_in_its_own_words(
         )  # fmt: skip
     assert err.value.response["Error"]["Code"] == "InvalidParameterValue"
     assert "ExtendedStatistics" in err.value.response["Error"]["Message"]
+    with pytest.raises(ClientError) as err:
+        cw.get_metric_statistics(
+            Namespace="/aws/sagemaker/TrainingJobs", MetricName="train:loss", Dimensions=dims,
+            StartTime=100, EndTime=100, Period=60, Statistics=["Average"],
+        )  # fmt: skip
+    assert err.value.response["Error"] == {
+        "Code": "InvalidParameterValue",
+        "Message": "The parameter StartTime must be less than the parameter EndTime.",
+    }
+    with pytest.raises(ClientError) as err:
+        cw.get_metric_data(
+            MetricDataQueries=[{"Id": "e", "Expression": "SUM(METRICS())"}], StartTime=0, EndTime=1
+        )
+    assert "MetricDataQueries.member.1: smmpi serve answers MetricStat queries" in str(err.value)
     bad = serve.client("cloudwatch", secret="not-the-secret")
     with pytest.raises(ClientError) as err:
         bad.list_metrics()
