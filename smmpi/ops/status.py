@@ -41,6 +41,7 @@ class JobStatus:
     output_path: str | None
     model_artifacts: str | None
     transitions: tuple[tuple[str, str], ...]
+    metrics: tuple[tuple[str, float], ...] = ()  # FinalMetricDataList: each metric's last value
 
     @property
     def done(self) -> bool:
@@ -77,6 +78,8 @@ class JobStatus:
             rows.append(("billable", f"{self.billable_seconds} s"))
         if self.failure_reason:
             rows.append(("failure", self.failure_reason.splitlines()[0]))
+        if self.metrics:
+            rows.append(("metrics", ", ".join(f"{k} {v:g}" for k, v in self.metrics)))
         if self.model_artifacts:
             rows.append(("model", self.model_artifacts))
         elif self.output_path:
@@ -103,6 +106,7 @@ class JobStatus:
             "failure_reason": self.failure_reason,
             "output_path": self.output_path,
             "model_artifacts": self.model_artifacts,
+            "final_metrics": dict(self.metrics),
         }
 
 
@@ -166,7 +170,24 @@ def status_of(d: Mapping[str, Any], processes_per_host: int | None = None) -> Jo
             (t.get("Status", ""), t.get("StatusMessage", ""))
             for t in d.get("SecondaryStatusTransitions", [])
         ),
+        metrics=_metrics(d.get("FinalMetricDataList")),
     )
+
+
+def _metrics(final: object) -> tuple[tuple[str, float], ...]:
+    """FinalMetricDataList's names and values (what is not a metric left out)."""
+    found = []
+    for metric in final if isinstance(final, list) else []:
+        if not isinstance(metric, dict):
+            continue
+        name, value = metric.get("MetricName"), metric.get("Value")
+        if (
+            isinstance(name, str)
+            and isinstance(value, (int, float))
+            and not isinstance(value, bool)
+        ):
+            found.append((name, float(value)))
+    return tuple(found)
 
 
 def stop(sm: SageMakerClient, name: str, region: str | None = None) -> str:

@@ -1,7 +1,8 @@
 """The WSGI application: every request verified, then answered by smmpi or by moto.
 
 The service comes from the SigV4 credential scope: ``sagemaker`` goes to
-smmpi's training-job operations (by ``X-Amz-Target``); S3, CloudWatch Logs,
+smmpi's training-job operations (by ``X-Amz-Target``), ``monitoring`` to the
+jobs' metrics in CloudWatch (:mod:`.cloudwatch`); S3, CloudWatch Logs,
 STS, IAM and CloudFormation go to moto's server app for that service, in this
 process. Nothing is read past a size limit, nothing runs for a request serve
 did not sign-check, and moto's own control API (``/moto-api``) is not served.
@@ -92,8 +93,10 @@ class App:
         jobs: operations.Jobs,
         written: Callable[[Call, int], None],
         job_streams: Callable[[str, bytes, str], bytes | None] = lambda *args: None,
+        monitoring: Callable[[Incoming, str], Response] | None = None,
     ) -> None:
         self.keys, self.jobs, self.written = keys, jobs, written
+        self.monitoring = monitoring  # CloudWatch's training metrics (cloudwatch.answer)
         self.job_streams = job_streams  # smmpi's answers about jobs' streams (JobLogs.job_streams)
         self._moto: dict[str, Any] = {}
 
@@ -144,10 +147,13 @@ class App:
             return self._respond(
                 start_response, self._sagemaker(environ, method, path, body, signed.region)
             )
+        if signed.service == "monitoring" and self.monitoring is not None:
+            routing.check_region(signed.region, signed.service)
+            return self._respond(start_response, self.monitoring(incoming, signed.region))
         if signed.service not in MOTO_SERVICES:
             raise ApiError("UnknownOperationException",
                            f"smmpi serve does not serve {signed.service!r}; it serves sagemaker, "
-                           + ", ".join(sorted(MOTO_SERVICES)))  # fmt: skip
+                           + ", ".join(sorted(MOTO_SERVICES | {"monitoring"})))  # fmt: skip
         routing.check_region(signed.region, signed.service)
         if path.startswith(("/moto-api", "/latest/")):
             raise ApiError("AccessDenied", "moto's control API is not served", 403)

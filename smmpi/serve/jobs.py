@@ -257,6 +257,16 @@ class JobStore:
             self._save(record)
             return record
 
+    def show(self, name: str, **fields: Any) -> None:
+        """Show ``fields`` in a running job's DescribeTrainingJob at once; they are written
+        with the job's next change (a job's end is one)."""
+        with self.lock:
+            key = name.lower()
+            record = self.live.get(key)
+            if record is not None:
+                record.update(fields)
+                self._answers.pop(key, None)
+
     def transition(self, name: str, status: str, message: str | None = None, **fields: Any) -> None:
         """Move the job to secondary ``status``, ending the transition it was in."""
         with self.lock:

@@ -12,6 +12,7 @@ import binascii
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from smmpi.serve import metrics
 from smmpi.serve.errors import ApiError, validation
 from smmpi.serve.jobs import TERMINAL, JobStore
 from smmpi.serve.model import check
@@ -70,6 +71,7 @@ def _runnable(params: dict[str, Any]) -> None:
 
 def create(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]:
     _runnable(params)
+    metrics.check(params)
     record = jobs.store.create(params, region)
     jobs.start(record["TrainingJobName"])
     return {"TrainingJobArn": record["TrainingJobArn"]}

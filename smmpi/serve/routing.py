@@ -3,8 +3,9 @@
 The signature's credential scope names a service and a region; AWS answers an
 operation only when the scope names the operation's own service, in a region
 that exists. The operation's service comes from what the request asks:
-``X-Amz-Target`` for the JSON protocols (SageMaker, Logs), ``Action`` and
-``Version`` for the query protocols (STS, IAM, CloudFormation), and an AWS
+``X-Amz-Target`` for the JSON protocols (SageMaker, Logs, CloudWatch), the path
+for CloudWatch's CBOR one, ``Action`` and ``Version`` for the query protocols (STS,
+IAM, CloudFormation, CloudWatch's older one), and an AWS
 host name (``sts.amazonaws.com``...) when it has one. A request that shows none
 of them is S3's REST, or no operation at all: the signed service's own
 handler answers it.
@@ -20,8 +21,10 @@ from smmpi.serve.auth import Incoming
 from smmpi.serve.errors import ApiError, auth_error
 
 #: The API version each query protocol's requests carry.
-QUERY_VERSIONS = {"2011-06-15": "sts", "2010-05-08": "iam", "2010-05-15": "cloudformation"}
-_HOST_SERVICES = ("sagemaker", "logs", "sts", "iam", "cloudformation", "s3")
+QUERY_VERSIONS = {"2011-06-15": "sts", "2010-05-08": "iam", "2010-05-15": "cloudformation",
+                  "2010-08-01": "monitoring"}  # fmt: skip
+_HOST_SERVICES = ("sagemaker", "logs", "sts", "iam", "cloudformation", "monitoring", "s3")
+_CLOUDWATCH = "GraniteServiceVersion20100801"  # CloudWatch's JSON target and CBOR path
 _FORM = "application/x-www-form-urlencoded"
 MAX_KEY_BYTES = 1024  # S3's longest object key, in UTF-8 bytes
 
@@ -50,6 +53,8 @@ def operation_service(incoming: Incoming) -> str | None:
         return "logs"
     if target.startswith("SageMaker."):
         return "sagemaker"
+    if target.startswith(f"{_CLOUDWATCH}.") or incoming.path.startswith(f"/service/{_CLOUDWATCH}/"):
+        return "monitoring"  # its JSON protocol, or its CBOR one
     if not target:
         fields = _query_fields(incoming)
         if "Action" in fields and fields.get("Version") in QUERY_VERSIONS:

@@ -26,6 +26,7 @@ from typing import Any
 from smmpi.serve import platform
 from smmpi.serve.jobs import TERMINAL, JobStore
 from smmpi.serve.logs import JobLogs
+from smmpi.serve.metrics import JobMetrics
 from smmpi.serve.s3store import S3Store
 from smmpi.serve.state import read_json, subfolder, write_json
 from smmpi.toolkit import worker_log
@@ -77,6 +78,7 @@ class JobRunner:
         self.isolation, self.exact = isolation, exact
         self.work_root = subfolder(root, "work")
         self.runs = subfolder(root, "runs")
+        self.metrics = JobMetrics(root)
         self.slots = threading.Semaphore(parallel)
         self.running: dict[str, Running] = {}
         self.lock = threading.Lock()
@@ -135,6 +137,9 @@ class JobRunner:
             seconds = max(1, round(now - start))
             fields.setdefault("TrainingTimeInSeconds", seconds)
             fields.setdefault("BillableTimeInSeconds", seconds)
+        final = self.metrics.final(name)
+        if final:
+            fields.setdefault("FinalMetricDataList", final)
         with self.store.lock:  # one change: no reader sees the status without its transition
             self.store.update(name, TrainingJobStatus=status, TrainingEndTime=now, **fields)
             self.store.transition(name, secondary or status)
@@ -148,6 +153,7 @@ class JobRunner:
         finally:
             with self.lock:
                 self.running.pop(name, None)
+            self.metrics.close(name)
             with contextlib.suppress(OSError, KeyError, ValueError):  # else kept in memory
                 self.logs.close(name)  # its events are read from disk from now on
             shutil.rmtree(self.work_root / name, ignore_errors=True)
@@ -224,8 +230,12 @@ class JobRunner:
             proc.send_signal(signal.SIGTERM)
         assert proc.stdout is not None and proc.stderr is not None
 
+        self.metrics.open(name, request, region)
+
         def to_log(line: str) -> None:
             self.logs.append(name, region, first, streams[first], [line])
+            if self.metrics.feed(name, first, [line], time.time()):
+                self.store.show(name, FinalMetricDataList=self.metrics.final(name))
 
         def to_events(line: str) -> None:
             self.event(f"{name}: {line}")

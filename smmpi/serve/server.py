@@ -9,6 +9,7 @@ ends ``Stopped``), then saves S3's state.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from smmpi.serve import cloudwatch
 from smmpi.serve.app import App
 from smmpi.serve.calls import Call
 from smmpi.serve.jobs import ACCOUNT, JobStore
@@ -139,7 +141,8 @@ class Server:
             self.root, self.store, self.s3, self.logs,
             parallel=self.parallel, isolation=self.isolation, event=self.event, exact=self.exact,
         )  # fmt: skip
-        app = App(self.keys, self.runner, self._written, self.logs.job_streams)
+        monitoring = functools.partial(cloudwatch.answer, self.runner.metrics)
+        app = App(self.keys, self.runner, self._written, self.logs.job_streams, monitoring)
         self.journal.compact()  # what later deletes undid is not replayed
         self.journal.replay(app.moto_app)  # IAM, CloudFormation and the clients' own logs
         self.s3.restore()
