@@ -125,14 +125,29 @@ def machine_gpus() -> tuple[str, ...]:
 def gpu_share(shape: JobShape) -> GpuShare:
     """The share for ``shape``'s instances on this machine."""
     per_instance = num_gpus(shape.instance_type)
-    if per_instance <= 0:
-        return GpuShare(None, None)  # no device is looked for on a CPU instance type
     if VISIBLE in shape.environment:  # the job chose its devices itself: every instance's
+        if per_instance <= 0:
+            return GpuShare(None, None)
         chosen = shape.environment[VISIBLE]
         return GpuShare(
             None, f"smmpi: every emulated instance sees {VISIBLE}={chosen}, the job's own"
         )
+    if per_instance <= 0:
+        return hide_gpus(machine_gpus(), shape.instances, shape.instance_type)
     return share_gpus(machine_gpus(), shape.instances, per_instance, shape.instance_type)
+
+
+def hide_gpus(devices: Sequence[str], instances: int, instance_type: str) -> GpuShare:
+    """A CPU instance type on a machine with GPUs: no instance sees them, as on SageMaker,
+    where such an instance has none (CUDA_VISIBLE_DEVICES empty), and the run says so."""
+    if not devices:
+        return GpuShare(None, None)
+    return GpuShare(
+        tuple(() for _ in range(instances)),
+        f"smmpi: {instance_type or 'the instance type'} has no GPU (SM_NUM_GPUS=0): the "
+        f"emulated instances see none of this machine's {len(devices)} ({VISIBLE} empty); "
+        "choose a GPU instance type (--instance-type ml.g5.xlarge) to use them",
+    )
 
 
 def gpu_env(shape: JobShape, host: str) -> dict[str, str]:

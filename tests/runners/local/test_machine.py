@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from smmpi.runners.local.layout import launch_env, left_out_mpi
-from smmpi.runners.local.machine import GpuShare, gpu_env, gpu_share, share_gpus
+from smmpi.runners.local.machine import GpuShare, gpu_env, gpu_share, hide_gpus, share_gpus
 from smmpi.toolkit.shape import JobShape
 from tests.helpers import path_without, smmpi
 
@@ -99,6 +99,33 @@ def test_the_jobs_own_cuda_visible_devices_stands(monkeypatch: pytest.MonkeyPatc
     assert gpu_share(chosen).line == (
         "smmpi: every emulated instance sees CUDA_VISIBLE_DEVICES=3, the job's own"
     )
+
+
+def test_a_cpu_instance_type_sees_none_of_the_machines_gpus() -> None:
+    hidden = hide_gpus(["g0", "g1"], 2, "ml.c5.xlarge")
+    assert hidden.devices == ((), ())
+    assert hidden.line == (
+        "smmpi: ml.c5.xlarge has no GPU (SM_NUM_GPUS=0): the emulated instances see none of "
+        "this machine's 2 (CUDA_VISIBLE_DEVICES empty); choose a GPU instance type "
+        "(--instance-type ml.g5.xlarge) to use them"
+    )
+    assert hide_gpus([], 2, "ml.c5.xlarge") == GpuShare(None, None)  # no GPU here: nothing said
+
+
+@pytest.mark.parametrize("mode", ["hosts", "processes"])
+def test_a_cpu_instance_type_run_hides_the_gpus_from_its_ranks(
+    mode: str, run_env: dict[str, str], tmp_path: Path
+) -> None:
+    """On SageMaker an ml.c5 instance has no GPU: its ranks find none here either."""
+    program = tmp_path / "seen.py"
+    program.write_text(SEEN)
+    env = {**run_env, "SMMPI_GPUS": "g0,g1", "SMMPI_ISOLATION": mode}
+    r = smmpi(["run", str(program), "-N", "2", "-n", "1", "--instance-type", "ml.c5.xlarge"], env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert any("has no GPU (SM_NUM_GPUS=0)" in line for line in r.stderr.splitlines()[:6])
+    seen = _seen(r.stdout)
+    assert {row["CUDA_VISIBLE_DEVICES"] for row in seen.values()} == {""}
+    assert {row["SM_NUM_GPUS"] for row in seen.values()} == {"0"}
 
 
 def test_exact_mode_leaves_the_shells_settings_out_and_shares_the_gpus(
