@@ -19,8 +19,8 @@ from smmpi.aws.facts import BUCKET_RE, BUCKET_RULE
 from smmpi.catalog import resolve
 from smmpi.errors import BadInput
 from smmpi.ops.settings import check_settings
+from smmpi.platform.layout import passed_variables
 from smmpi.runners.base import Progress, RunOptions, writer
-from smmpi.runners.local.layout import passed_variables
 from smmpi.runners.local.runner import run_program
 from smmpi.sdk.estimator import code_key, new_upload_id
 from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
@@ -113,7 +113,7 @@ def run_from_job(name: str, *, region: str | None = None, **local_options: Any) 
 
     Its description and code come through clients that honour ``AWS_ENDPOINT_URL``.
     """
-    from smmpi.runners.local.inputs import fetch_source
+    from smmpi.platform.inputs import fetch_source
     from smmpi.runners.local.job import run_request
     from smmpi.runners.local.records import interruptible
     from smmpi.runners.local.remote import describe_remote, request_from_description

@@ -24,7 +24,7 @@ from smmpi.aws.clients import resolve_region
 from smmpi.aws.clients import session as aws_session
 from smmpi.aws.errors import MISSING_BUCKET, error_code, redact
 from smmpi.mpi_output import FailureScan
-from smmpi.runners.local.layout import MPI_PREFIXES
+from smmpi.platform.layout import MPI_PREFIXES
 from smmpi.runners.local.mpi import mpirun_path
 from smmpi.runners.local.translate import single_host_launcher
 

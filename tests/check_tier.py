@@ -32,7 +32,7 @@ MODULES = frozenset(
         "runners/local/test_argv.py",
         "runners/local/test_each_host.py",
         "runners/local/test_exits.py",
-        "runners/local/test_opt_ml.py",
+        "platform/test_opt_ml.py",
         "runners/local/test_output.py",
         "runners/local/test_translate.py",
         "runners/local/test_venvs.py",

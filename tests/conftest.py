@@ -70,6 +70,7 @@ SIDE_BY_SIDE = (
     "sdk",
     "aws",
     "toolkit",
+    "platform",
     "runners/local",
     "runners/sagemaker",
 )

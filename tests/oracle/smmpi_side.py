@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from smmpi.catalog import resolve
-from smmpi.runners.local.layout import prepare_hosts
+from smmpi.platform.layout import prepare_hosts
 from smmpi.runners.plan import plan as build_plan
 from smmpi.spec import MPIJob
 from smmpi.toolkit.container import rank_env as container_rank_env

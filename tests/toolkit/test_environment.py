@@ -17,7 +17,7 @@ def _container() -> list[str]:
 
 def test_local_ranks_see_every_variable_the_container_forwards(tmp_path: Path) -> None:
     """The SM_* names the toolkit exports with -x are all set for a local rank too."""
-    from smmpi.runners.local.layout import host_dirs
+    from smmpi.platform.layout import host_dirs
     from smmpi.toolkit.environment import sm_env
     from smmpi.toolkit.shape import JobShape
 

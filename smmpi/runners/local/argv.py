@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from smmpi.platform.layout import host_dirs, rank_variables
 from smmpi.runners.local.hostfiles import host_file, rank_command, write_host_file
-from smmpi.runners.local.layout import host_dirs, rank_variables
 from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.mpi import Launcher
 from smmpi.runners.local.translate import exports, local_flags, single_host_launcher

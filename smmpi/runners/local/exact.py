@@ -18,10 +18,10 @@ import os
 from pathlib import Path
 
 from smmpi.errors import BadInput
+from smmpi.platform.layout import host_dirs, site_dir, stack_dir
 from smmpi.runners.base import Progress
 from smmpi.runners.hosts import launch, sshd
 from smmpi.runners.local import instance_probes, modes, toolkits
-from smmpi.runners.local.layout import host_dirs, site_dir, stack_dir
 from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.venvs import cached_venv, site_packages
 from smmpi.toolkit.container import start_env

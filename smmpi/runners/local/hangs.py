@@ -14,7 +14,7 @@ from pathlib import Path
 
 from smmpi.bounded import FileRefused, read_regular
 from smmpi.mpi_output import HANG_PITFALLS, Pitfall
-from smmpi.runners.local.layout import host_dirs
+from smmpi.platform.layout import host_dirs
 from smmpi.runners.local.verdict import Run
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in ')

@@ -31,10 +31,10 @@ from typing import IO
 from smmpi.bounded import human
 from smmpi.errors import SmmpiError, TimedOut
 from smmpi.mpi_output import printable
+from smmpi.platform.layout import host_dirs, launch_env
 from smmpi.runners.hosts import launch
 from smmpi.runners.local.hostfiles import reaper_command
 from smmpi.runners.local.isolation import instance_base
-from smmpi.runners.local.layout import host_dirs, launch_env
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.pip_lines import pip_reason
 from smmpi.toolkit.container import host_env

@@ -22,16 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smmpi.platform.layout import SECRETS, host_dirs, launch_env, site_dir, stack_dir
+from smmpi.platform.opt_ml import OptMlWatch
 from smmpi.runners.base import Progress
 from smmpi.runners.hosts import argv as hosts_argv
 from smmpi.runners.hosts import launch, pids
 from smmpi.runners.local import exact as exact_mode
 from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.hostfiles import rank_command, reaper_command, write_host_file
-from smmpi.runners.local.layout import SECRETS, host_dirs, launch_env, site_dir, stack_dir
 from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.mpi import Launcher
-from smmpi.runners.local.opt_ml import OptMlWatch
 from smmpi.toolkit.container import host_env as container_host_env
 from smmpi.toolkit.hosts import CONTAINER_ROOT, HostDirs
 from smmpi.toolkit.mpirun import container_mpirun, program_command

@@ -1,5 +1,5 @@
 """What this machine brings to a run that an instance would not: its shell's Open MPI
-settings (left out, :func:`smmpi.runners.local.layout.launch_env`) and its GPUs (shared out).
+settings (left out, :func:`smmpi.platform.layout.launch_env`) and its GPUs (shared out).
 
 On SageMaker each instance has GPUs of its own (SM_NUM_GPUS, the instance type's count)
 and sees all of them. Here every emulated instance runs on this machine, which may have
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smmpi.bounded import FileRefused, read_regular
-from smmpi.runners.local.layout import left_out_mpi
+from smmpi.platform.layout import left_out_mpi
 from smmpi.toolkit.images import num_gpus
 from smmpi.toolkit.shape import JobShape
 

@@ -15,7 +15,7 @@ from typing import Any
 from smmpi.archives import tar_dirs
 from smmpi.errors import BadInput, SmmpiError
 from smmpi.ops.local_jobs import discard_unfinished, jobs_root, made_here, write_private
-from smmpi.runners.local.container_files import checkpoint_uri, sync_checkpoints, tar_output_data
+from smmpi.platform.container_files import checkpoint_uri, sync_checkpoints, tar_output_data
 from smmpi.runners.local.supervise import EXIT_FAILED, EXIT_OK, RunResult
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.trees import TreeRefused

@@ -13,10 +13,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from smmpi.platform.layout import host_dirs
 from smmpi.runners.base import Progress, RunOptions
 from smmpi.runners.local import installs
 from smmpi.runners.local.installs import Place
-from smmpi.runners.local.layout import host_dirs
 from smmpi.runners.local.req_files import TOP, shown
 from smmpi.toolkit.shape import JobShape
 

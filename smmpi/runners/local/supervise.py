@@ -25,17 +25,17 @@ from pathlib import Path
 from typing import IO
 
 from smmpi.mpi_output import printable
+from smmpi.platform.layout import (
+    credentials_note,
+    forwarding_note,
+    stack_dir,
+)
 from smmpi.runners.base import Progress, silent
 from smmpi.runners.local.cpu_share import group
 from smmpi.runners.local.exits import Ends
 from smmpi.runners.local.hangs import hang_pitfall
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
 from smmpi.runners.local.isolation import ContainerStart, Launch, prepare
-from smmpi.runners.local.layout import (
-    credentials_note,
-    forwarding_note,
-    stack_dir,
-)
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.output import Output, report_stacks
 from smmpi.runners.local.rank_records import read_ends

@@ -40,15 +40,15 @@ from smmpi.ops.local_jobs import (
     tighten,
 )
 from smmpi.ops.signals import held
-from smmpi.runners.base import RunOptions
-from smmpi.runners.local import exact
-from smmpi.runners.local.bounds import check_world
-from smmpi.runners.local.container_files import (
+from smmpi.platform.container_files import (
     restore_checkpoints,
     seed_checkpoints,
 )
-from smmpi.runners.local.inputs import check_channels, copy_channel
-from smmpi.runners.local.layout import prepare_hosts
+from smmpi.platform.inputs import check_channels, copy_channel
+from smmpi.platform.layout import prepare_hosts
+from smmpi.runners.base import RunOptions
+from smmpi.runners.local import exact
+from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.machine import start_notes
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import STATUS_OF, LocalJob, finish, new_record, now, write_record

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from smmpi.platform.layout import host_dirs
 from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.hostfiles import WATCH, host_file
-from smmpi.runners.local.layout import host_dirs
 from smmpi.runners.local.mpi import Launcher
 from smmpi.toolkit.environment import sm_env
 from smmpi.toolkit.shape import shape_from_request

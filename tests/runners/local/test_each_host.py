@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from smmpi.runners.local.layout import each_host
+from smmpi.platform.layout import each_host
 from smmpi.toolkit.hosts import HostDirs
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from smmpi.runners.local.opt_ml import OptMlWatch
+from smmpi.platform.opt_ml import OptMlWatch
 
 
 def test_created_by_the_run_is_reported_and_removed(tmp_path: Path) -> None:
