@@ -72,6 +72,7 @@ SIDE_BY_SIDE = (
     "toolkit",
     "platform",
     "runners/local",
+    "supervision",
     "runners/sagemaker",
 )
 
@@ -152,6 +153,15 @@ def guard(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, 
 def env(tmp_path: Path, guard: dict[str, str]) -> dict[str, str]:
     """A clean environment for the CLI (guarded in AWS tests)."""
     return {**base_env(tmp_path), **guard}
+
+
+@pytest.fixture
+def run_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """The clean env with TMPDIR private to the test, so created run dirs can be counted."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env["TMPDIR"] = str(tmp)
+    return env
 
 
 @pytest.fixture(scope="session")

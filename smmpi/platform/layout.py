@@ -27,7 +27,7 @@ from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.shape import JobShape
 
 #: Copied as every rank's ``sitecustomize.py`` (a file, not imported here).
-RANK_HOOK = Path(__file__).parents[1] / "runners" / "local" / "rank_hook.py"
+RANK_HOOK = Path(__file__).parents[1] / "supervision" / "rank_hook.py"
 
 
 def host_dirs(run_dir: Path, host: str) -> HostDirs:

@@ -20,7 +20,7 @@ import pytest
 
 from smmpi.runners.hosts import launch
 from smmpi.runners.local import mpi
-from smmpi.runners.local.tree import Supervisor
+from smmpi.supervision.tree import Supervisor
 from tests.helpers import base_env
 from tests.runners.hosts.conftest import ENV, make_pod
 

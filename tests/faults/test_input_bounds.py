@@ -524,7 +524,7 @@ def test_fetched_archives_are_never_extracted_through_a_planted_link(tmp_path: P
 
 def test_a_log_link_planted_after_the_check_is_not_written_through(tmp_path: Path) -> None:
     from smmpi.errors import BadInput
-    from smmpi.runners.local.output import Output
+    from smmpi.supervision.output import Output
 
     victim = tmp_path / "victim"
     victim.write_text("precious\n")

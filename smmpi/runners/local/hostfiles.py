@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-WATCH = Path(__file__).with_name("watch.py")
+WATCH = Path(__file__).parents[2] / "supervision" / "watch.py"
 
 
 def host_file(run_dir: Path, host: str) -> Path:

@@ -20,7 +20,6 @@ from smmpi.runners.local.job import run_request
 from smmpi.runners.local.machine import start_notes
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import LocalJob
-from smmpi.runners.local.room import check_room, size_of
 from smmpi.runners.local.supervise import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -28,6 +27,7 @@ from smmpi.runners.local.supervise import (
     execute,
     sigterm_interrupts,
 )
+from smmpi.supervision.room import check_room, size_of
 from smmpi.toolkit.environment import hyperparameters_json
 from smmpi.toolkit.shape import JobShape
 

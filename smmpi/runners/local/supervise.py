@@ -31,17 +31,17 @@ from smmpi.platform.layout import (
     stack_dir,
 )
 from smmpi.runners.base import Progress, silent
-from smmpi.runners.local.cpu_share import group
-from smmpi.runners.local.exits import Ends
-from smmpi.runners.local.hangs import hang_pitfall
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
 from smmpi.runners.local.isolation import ContainerStart, Launch, prepare
 from smmpi.runners.local.mpi import preflight
-from smmpi.runners.local.output import Output, report_stacks
-from smmpi.runners.local.rank_records import read_ends
-from smmpi.runners.local.room import free_bytes, full_line, needed, sessions_folder
-from smmpi.runners.local.tree import Supervisor, sigterm_interrupts
-from smmpi.runners.local.verdict import (
+from smmpi.supervision.cpu_share import group
+from smmpi.supervision.exits import Ends
+from smmpi.supervision.hangs import hang_pitfall
+from smmpi.supervision.output import Output, report_stacks
+from smmpi.supervision.rank_records import read_ends
+from smmpi.supervision.room import free_bytes, full_line, needed, sessions_folder
+from smmpi.supervision.tree import Supervisor, sigterm_interrupts
+from smmpi.supervision.verdict import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,

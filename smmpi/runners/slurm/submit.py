@@ -16,10 +16,10 @@ from pathlib import Path
 from smmpi.archives import pack
 from smmpi.bounded import copy_regular, create
 from smmpi.errors import BadInput
-from smmpi.runners.local import rank_hook
 from smmpi.runners.slurm import commands, script
 from smmpi.runners.slurm.profile import Profile
 from smmpi.spec import MPIJob
+from smmpi.supervision import rank_hook
 
 SCRIPT = "job.sbatch"
 

@@ -3,7 +3,7 @@
 Each rank records its own exception, ``MPI_Abort`` or ``sys.exit`` (the rank hook, in the
 job folder's ``records/``); srun says how each task ended in the job's output
 (``srun: error: node2: task 3: Exited with exit code 1``). The first failure is named by
-the local runner's table of causes (:class:`~smmpi.runners.local.exits.Ends`).
+the local runner's table of causes (:class:`~smmpi.supervision.exits.Ends`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 
 from smmpi.bounded import read_regular
 from smmpi.errors import SmmpiError
-from smmpi.runners.local.exits import Ends
-from smmpi.runners.local.rank_records import RankEnd
 from smmpi.runners.slurm.operate import LOG_MAX_BYTES, JobState, rank_logs
+from smmpi.supervision.exits import Ends
+from smmpi.supervision.rank_records import RankEnd
 
 BLAMED = ("FAILED", "OUT_OF_MEMORY", "NODE_FAIL")
 _TASK_END = re.compile(r"^srun: error: (\S+): tasks? ([0-9,\-]+): (.+)$")

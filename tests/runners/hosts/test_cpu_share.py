@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from smmpi.runners.local import cpu_share
+from smmpi.supervision import cpu_share
 from tests.helpers import BIN, base_env
 from tests.runners.hosts.footprint import descendants
 

@@ -103,7 +103,7 @@ def test_seed_004_demo_runs_with_the_containers_line(
     agent = str(tmp_path / "local-jobs" / "seed-004" / "hosts" / "agent")
     # the interpreter: this Python, under smmpi's rank watcher (it records how each rank ends);
     # mpirun itself runs under smmpi's reaper inside the pod
-    watch = str(ROOT / "smmpi" / "runners" / "local" / "watch.py")
+    watch = str(ROOT / "smmpi" / "supervision" / "watch.py")
     argv = ran["argv"]
     assert argv[3:5] == [watch, "run"]
     inner = argv[argv.index("--") + 1 :]

@@ -9,15 +9,6 @@ import pytest
 
 
 @pytest.fixture
-def run_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    """The clean env with TMPDIR private to the test, so created run dirs can be counted."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env["TMPDIR"] = str(tmp)
-    return env
-
-
-@pytest.fixture
 def local_env(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str]
 ) -> dict[str, str]:

@@ -13,7 +13,7 @@ def test_output_pump_keeps_interleaved_partial_lines_with_their_rank(tmp_path: P
     """
     import io
 
-    from smmpi.runners.local.output import Output
+    from smmpi.supervision.output import Output
 
     seed = (
         "[1,3]<stdout>:Data at rank 3 [1,2]<stdout>:Data at rank 2 [1,2]<stdout>:[0 1 2]\n"
@@ -41,7 +41,7 @@ def test_a_line_of_megabytes_is_kept_to_its_last_part_with_a_note(tmp_path: Path
     import io
 
     from smmpi.mpi_lines import MAX_LINE, cut_note
-    from smmpi.runners.local.output import READ, Output
+    from smmpi.supervision.output import READ, Output
 
     chunk = "é[x]" * 1000  # 5000 bytes: two-byte characters and brackets across every read
     pieces = [f"[1,1]<stdout>:{chunk}{i}" for i in range(400)]

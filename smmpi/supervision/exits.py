@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smmpi.runners.local.rank_records import (
+from smmpi.supervision.rank_records import (
     RankAbort,
     RankEnd,
     RankException,

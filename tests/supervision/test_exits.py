@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from smmpi.runners.local.exits import Ends
-from smmpi.runners.local.rank_records import user_frame
+from smmpi.supervision.exits import Ends
+from smmpi.supervision.rank_records import user_frame
 
 
 def _record(folder: Path, name: str, row: dict[str, object]) -> None:

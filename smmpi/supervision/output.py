@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 import io
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import IO
@@ -13,7 +13,6 @@ from typing import IO
 from smmpi.bounded import create
 from smmpi.mpi_lines import MAX_LINE, cut_note
 from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged, printable
-from smmpi.runners.base import Progress
 from smmpi.toolkit.failure import Capture, error_classes
 from smmpi.toolkit.hosts import host_of_rank
 from smmpi.toolkit.shape import JobShape
@@ -179,7 +178,7 @@ def report_stacks(
     reason: str,
     stacks: Mapping[int, str],
     shape: JobShape,
-    progress: Progress,
+    progress: Callable[[str], None],
     notes: Mapping[int, str] | None = None,
 ) -> None:
     """Every rank's Python stack (a run that timed out), each under its rank and host;

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from smmpi.mpi_output import FailureScan, Pitfall, printable
-from smmpi.runners.local.exits import Blame, Ends
-from smmpi.runners.local.rank_records import read_ends, read_init_ends, signal_text
-from smmpi.runners.local.room import full_line
+from smmpi.supervision.exits import Blame, Ends
+from smmpi.supervision.rank_records import read_ends, read_init_ends, signal_text
+from smmpi.supervision.room import full_line
 from smmpi.toolkit.hosts import host_dirs, host_of_rank
 from smmpi.toolkit.shape import JobShape
 
