@@ -108,7 +108,8 @@ typecheck: $(VENV)/.installed-dev
 # After the suite, a second pass runs the local runner's tests again in the fallback mode
 # (processes), the one machines without namespaces get. `make test-fallback` runs the whole suite
 # in that mode (about 9 minutes here).
-FALLBACK_TESTS = tests/runners/local tests/platform tests/supervision tests/faults/test_runtime_faults.py \
+FALLBACK_TESTS = tests/runners/local tests/platform tests/supervision \
+	tests/instances/test_machine.py tests/faults/test_runtime_faults.py \
 	tests/oracle/test_local_ranks.py \
 	--deselect tests/faults/test_runtime_faults.py::test_two_hundred_hosts_run
 

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from smmpi.runners.hosts import launch  # noqa: E402
+from smmpi.instances.hosts import launch  # noqa: E402
 
 BIN = Path(sys.executable).parent
 HERE = Path(__file__).resolve().parent / "hosts"

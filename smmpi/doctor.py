@@ -273,7 +273,7 @@ def _bucket_check(session: Any, quick: Any) -> Check:
 
 def isolation_check() -> Check:
     """Whether local runs can make each instance a host of its own, and why not."""
-    from smmpi.runners.hosts.launch import needs_user_namespace
+    from smmpi.instances.hosts.launch import needs_user_namespace
     from smmpi.runners.local.modes import hosts_unavailable
 
     found = hosts_unavailable(probe=True)

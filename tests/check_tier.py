@@ -28,7 +28,7 @@ MODULES = frozenset(
         "cli/test_app.py",
         "model_trainer/test_request_fields.py",
         "ops/test_signals.py",
-        "runners/hosts/test_argv.py",
+        "instances/hosts/test_argv.py",
         "runners/local/test_argv.py",
         "runners/local/test_each_host.py",
         "supervision/test_exits.py",

@@ -17,7 +17,7 @@ import pytest
 
 from tests.check_tier import CHECK_TIER, in_check_tier, refuse_mpirun_and_servers
 from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
-from tests.runners.hosts.footprint import track_own_processes, tracked, untrack_own_processes
+from tests.instances.hosts.footprint import track_own_processes, tracked, untrack_own_processes
 
 # Under pytest-xdist each worker gets a temp folder of its own, so the checks that nothing is
 # left there (run folders, sessions) see only their own worker's runs
@@ -35,7 +35,7 @@ if CHECK_TIER:
     refuse_mpirun_and_servers()
 
 # Every process this session starts is born in its cgroup: the namespaces its tests' runs leave
-# are told from those of the tests beside it (tests/runners/hosts/footprint.py)
+# are told from those of the tests beside it (tests/instances/hosts/footprint.py)
 if not CHECK_TIER:
     track_own_processes(f"smmpi-tests-{os.getpid()}")
 
@@ -73,13 +73,15 @@ SIDE_BY_SIDE = (
     "platform",
     "runners/local",
     "supervision",
+    "instances",
     "runners/sagemaker",
 )
 
 #: Folders that check what their runs leave (namespaces, processes, mounts, run folders): they
 #: may run beside others only when this session's processes are told from other sessions'
-#: (a cgroup of its own, see footprint.py); elsewhere they run one at a time
-SIDE_BY_SIDE_TRACKED = ("faults", "runners/hosts")
+#: (a cgroup of its own, see footprint.py); elsewhere they run one at a time, even where a
+#: folder above them is listed in SIDE_BY_SIDE
+SIDE_BY_SIDE_TRACKED = ("faults", "instances/hosts")
 
 
 def pytest_ignore_collect(collection_path: Path) -> bool | None:
@@ -91,11 +93,18 @@ def pytest_ignore_collect(collection_path: Path) -> bool | None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
-    folders = SIDE_BY_SIDE + (SIDE_BY_SIDE_TRACKED if tracked() else ())
     for item in items:
         folder = item.path.relative_to(tests).parent.as_posix()
-        if any(folder == f or folder.startswith(f + "/") for f in folders):
+        if _under(folder, SIDE_BY_SIDE_TRACKED):
+            beside = tracked()
+        else:
+            beside = _under(folder, SIDE_BY_SIDE)
+        if beside:
             item.add_marker(pytest.mark.side_by_side)
+
+
+def _under(folder: str, folders: tuple[str, ...]) -> bool:
+    return any(folder == f or folder.startswith(f + "/") for f in folders)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -22,8 +22,8 @@ def slurm_group() -> None:
 @click.option("--cpus", type=AsciiInt("--cpus"), default=2, show_default=True, help="Per node.")
 def slurm_up_cmd(nodes: int, cpus: int) -> None:
     """Start the cluster (clearing what a killed one left) and save profile `local`."""
+    from smmpi.instances.slurmcluster import cluster, layout
     from smmpi.runners.slurm import profile
-    from smmpi.runners.slurmcluster import cluster, layout
 
     state = cluster.up(nodes, cpus)
     shared = str(state.folder / "shared")
@@ -40,7 +40,7 @@ def slurm_up_cmd(nodes: int, cpus: int) -> None:
 @slurm_group.command("down")
 def slurm_down_cmd() -> None:
     """Stop the cluster: no daemon, namespace, link or mount of it is left."""
-    from smmpi.runners.slurmcluster import cluster
+    from smmpi.instances.slurmcluster import cluster
 
     was_up = cluster.down()
     click.echo("SLURM cluster stopped" if was_up else "no SLURM cluster was up")
@@ -49,7 +49,7 @@ def slurm_down_cmd() -> None:
 @slurm_group.command("status")
 def slurm_status_cmd() -> None:
     """Whether the cluster is up, and its nodes (exit 1 when it is down)."""
-    from smmpi.runners.slurmcluster import cluster
+    from smmpi.instances.slurmcluster import cluster
 
     state = cluster.status()
     if not state.up:

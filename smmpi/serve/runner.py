@@ -47,7 +47,7 @@ class Running:
 
 
 def _die_with_parent() -> None:
-    from smmpi.runners.hosts.kernel import die_with_parent
+    from smmpi.instances.hosts.kernel import die_with_parent
 
     die_with_parent(signal.SIGKILL)
 

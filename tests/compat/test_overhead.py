@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from smmpi.runners.hosts import launch
+from smmpi.instances.hosts import launch
 from smmpi.runners.local import mpi
 from smmpi.supervision.tree import Supervisor
 from tests.helpers import base_env
-from tests.runners.hosts.conftest import ENV, make_pod
+from tests.instances.hosts.conftest import ENV, make_pod
 
 
 @pytest.fixture
@@ -126,7 +126,7 @@ def test_the_pod_starts_no_ldconfig() -> None:
         "import subprocess\n"
         "def refuse(*a, **k): raise SystemExit(f'started {a}')\n"
         "subprocess.Popen.__init__ = refuse\n"
-        "from smmpi.runners.hosts import kernel\n"
+        "from smmpi.instances.hosts import kernel\n"
         "print(kernel._libc.unshare is not None)\n"
     )
     assert _python(code, dict(ENV)) == "True"

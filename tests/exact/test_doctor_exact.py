@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.helpers import ROOT, base_env
 
 PATCHED = (
-    "import sys; from smmpi.runners.hosts import sshd; sshd.SSHD = {sshd!r}; "
+    "import sys; from smmpi.instances.hosts import sshd; sshd.SSHD = {sshd!r}; "
     "from smmpi.cli import main; sys.argv[0] = 'smmpi'; main()"
 )
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import BIN, PipeLines, base_env, processes_left, processes_with, smmpi
-from tests.runners.hosts.footprint import namespaces_in_use, new_namespaces
+from tests.instances.hosts.footprint import namespaces_in_use, new_namespaces
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

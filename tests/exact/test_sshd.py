@@ -108,7 +108,7 @@ def test_exact_with_processes_mode_is_refused(tmp_path: Path) -> None:
 def test_exact_without_sshd_is_refused_in_one_line(tmp_path: Path) -> None:
     env = _env(tmp_path)
     code = (
-        "import sys; from smmpi.runners.hosts import sshd; "
+        "import sys; from smmpi.instances.hosts import sshd; "
         "sshd.SSHD = '/nonexistent/sbin/sshd'; "
         "from smmpi.cli import main; sys.argv[0] = 'smmpi'; main()"
     )

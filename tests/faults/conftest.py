@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.runners.hosts.footprint import (
+from tests.instances.hosts.footprint import (
     Machine,
     namespaces_in_use,
     new_namespaces,

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import BIN, PipeLines, base_env, smmpi
-from tests.runners.hosts.footprint import Machine, descendants, wait_gone
+from tests.instances.hosts.footprint import Machine, descendants, wait_gone
 
 PROBE = Path(__file__).with_name("boundary_probe.py")
 KINDS = ("pid", "uts", "ipc", "net", "mnt", "cgroup")

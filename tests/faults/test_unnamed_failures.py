@@ -131,7 +131,7 @@ def test_a_rank_that_ends_its_instances_init_is_named(
     reach it."""
     body = (
         "import signal\ncomm.Barrier()\n"
-        'first = b"smmpi.runners.hosts" in open("/proc/1/cmdline", "rb").read()\n'
+        'first = b"smmpi.instances.hosts" in open("/proc/1/cmdline", "rb").read()\n'
         f"if rank == 3 and first:\n    os.kill(1, signal.{signame})\n    time.sleep(30)\n"
         "comm.Barrier()\n"
     )

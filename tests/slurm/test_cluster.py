@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import base_env, smmpi
-from tests.runners.hosts.footprint import Machine, namespaces_in_use, new_namespaces
+from tests.instances.hosts.footprint import Machine, namespaces_in_use, new_namespaces
 from tests.slurm.cluster_helpers import Cluster, daemons_left
 
 pytestmark = pytest.mark.machine

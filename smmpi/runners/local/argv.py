@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from smmpi.instances.machine import gpu_env
 from smmpi.platform.layout import host_dirs, rank_variables
 from smmpi.runners.local.hostfiles import host_file, rank_command, write_host_file
-from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.mpi import Launcher
 from smmpi.runners.local.translate import exports, local_flags, single_host_launcher
 from smmpi.toolkit.mpirun import parse_custom_mpi_options, program_command

@@ -2,10 +2,10 @@
 
 In exact mode every isolated instance runs a real sshd on port 22, configured as the Deep
 Learning Containers configure it, with keys made for the run that live only in the
-instances (:mod:`smmpi.runners.hosts.sshd`), and the container's mpirun line runs on
+instances (:mod:`smmpi.instances.hosts.sshd`), and the container's mpirun line runs on
 algo-1 with no launch agent: Open MPI starts ``orted`` on algo-k with ``ssh algo-k``,
 as on SageMaker. The line's only remaining substitutions are this machine's Python for
-the image's and the gethostname shim (:mod:`smmpi.runners.hosts.argv`).
+the image's and the gethostname shim (:mod:`smmpi.instances.hosts.argv`).
 
 Exact mode needs isolated hosts (Linux namespaces, Open MPI 4), root, and Debian's
 ``openssh-server``; :func:`check` refuses it in one line otherwise.
@@ -18,11 +18,11 @@ import os
 from pathlib import Path
 
 from smmpi.errors import BadInput
+from smmpi.instances.hosts import launch, sshd
+from smmpi.instances.machine import gpu_env
 from smmpi.platform.layout import host_dirs, site_dir, stack_dir
 from smmpi.runners.base import Progress
-from smmpi.runners.hosts import launch, sshd
 from smmpi.runners.local import instance_probes, modes, toolkits
-from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.venvs import cached_venv, site_packages
 from smmpi.toolkit.container import start_env
 from smmpi.toolkit.images import framework_of, torch_version

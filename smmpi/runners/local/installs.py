@@ -4,7 +4,7 @@ SageMaker's container pip-installs the code's ``requirements.txt`` and its ``set
 inside itself before the program starts: on its own host, with its own /tmp and HOME, with
 the container's variables and none of this machine's shell. So do the installs here:
 - isolated hosts: in algo-1's namespaces (hostname, /opt/ml, /etc, /tmp, /root), started
-  as the run's command is (:mod:`smmpi.runners.hosts.launch`), with a container's
+  as the run's command is (:mod:`smmpi.instances.hosts.launch`), with a container's
   capabilities, on this machine's network (the install reaches the user's package index,
   as a container reaches the internet; the ranks never share it);
 - processes mode: a session of its own under a reaper of the run's kind (``watch.py run``:
@@ -30,9 +30,9 @@ from typing import IO
 
 from smmpi.bounded import human
 from smmpi.errors import SmmpiError, TimedOut
+from smmpi.instances.hosts import launch
 from smmpi.mpi_output import printable
 from smmpi.platform.layout import host_dirs, launch_env
-from smmpi.runners.hosts import launch
 from smmpi.runners.local.hostfiles import reaper_command
 from smmpi.runners.local.isolation import instance_base
 from smmpi.runners.local.mpi import preflight

@@ -1,9 +1,9 @@
 """How the emulated instances are made: isolated hosts (namespaces) or processes of this host.
 
-``hosts``: each instance is a host of its own (:mod:`smmpi.runners.hosts`): hostname
+``hosts``: each instance is a host of its own (:mod:`smmpi.instances.hosts`): hostname
 algo-k, eth0 on a private bridge, /etc/hosts, its own /opt/ml. The container's own
 mpirun line runs on algo-1 with three documented substitutions
-(:mod:`smmpi.runners.hosts.argv`); ranks see the container's literal paths.
+(:mod:`smmpi.instances.hosts.argv`); ranks see the container's literal paths.
 
 ``processes``: one MPMD app context per instance on this host (:mod:`.argv`), container
 paths re-rooted into each instance's tree; for machines without namespaces.
@@ -22,15 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smmpi.instances.hosts import argv as hosts_argv
+from smmpi.instances.hosts import launch, pids
+from smmpi.instances.machine import gpu_env
 from smmpi.platform.layout import SECRETS, host_dirs, launch_env, site_dir, stack_dir
 from smmpi.platform.opt_ml import OptMlWatch
 from smmpi.runners.base import Progress
-from smmpi.runners.hosts import argv as hosts_argv
-from smmpi.runners.hosts import launch, pids
 from smmpi.runners.local import exact as exact_mode
 from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.hostfiles import rank_command, reaper_command, write_host_file
-from smmpi.runners.local.machine import gpu_env
 from smmpi.runners.local.mpi import Launcher
 from smmpi.toolkit.container import host_env as container_host_env
 from smmpi.toolkit.hosts import CONTAINER_ROOT, HostDirs

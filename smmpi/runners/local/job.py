@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from smmpi.archives import extract
 from smmpi.aws.facts import check_job_name
+from smmpi.instances.machine import start_notes
 from smmpi.ops.local_jobs import (
     configured_keep,
     create_folder,
@@ -48,7 +49,6 @@ from smmpi.runners.base import Progress, RunOptions
 from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.entry import check_request_entry
-from smmpi.runners.local.machine import start_notes
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import (
     STATUS_OF,

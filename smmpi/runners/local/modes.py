@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from smmpi.errors import BadInput, MPINotFound
-from smmpi.runners.hosts import availability
+from smmpi.instances.hosts import availability
 from smmpi.runners.local.mpi import find_launcher
 
 MODES = ("auto", "hosts", "processes")

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 from smmpi.archives import pack
 from smmpi.catalog import Program, missing_module_hint
+from smmpi.instances.machine import start_notes
 from smmpi.ops.signals import STOPS
 from smmpi.platform.layout import prepare_hosts
 from smmpi.runners.base import Runner, RunOptions
 from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.job import run_request
-from smmpi.runners.local.machine import start_notes
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import LocalJob
 from smmpi.runners.local.supervise import (

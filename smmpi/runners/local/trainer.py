@@ -30,6 +30,7 @@ from urllib.parse import urlparse
 
 from smmpi.aws.facts import check_job_name
 from smmpi.errors import BadInput
+from smmpi.instances.machine import start_notes
 from smmpi.mpi_output import printable
 from smmpi.ops.local_jobs import (
     LOCAL_PPN,
@@ -49,7 +50,6 @@ from smmpi.platform.layout import prepare_hosts
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import exact
 from smmpi.runners.local.bounds import check_world
-from smmpi.runners.local.machine import start_notes
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import STATUS_OF, LocalJob, finish, new_record, now, write_record
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute

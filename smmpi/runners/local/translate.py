@@ -5,7 +5,7 @@ SageMaker's toolkit builds one Open MPI 4 command for N real instances
 version (4.1, from PyPI), so no flag needs renaming.
 
 - Isolated hosts: the line runs as it stands, with three substitutions
-  (:mod:`smmpi.runners.hosts.argv`): the launch agent, the gethostname shim and
+  (:mod:`smmpi.instances.hosts.argv`): the launch agent, the gethostname shim and
   the interpreter. :func:`table` lists just those.
 - Processes mode: one machine and one app context per emulated instance; each
   token is kept, moved or dropped, and :func:`translate` says why, so a dry run
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from smmpi.runners.hosts.argv import substitutions
+from smmpi.instances.hosts.argv import substitutions
 from smmpi.toolkit.mpirun import PLACEMENT_AND_TRANSPORT
 
 # Options of the toolkit's command that take one value.

@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-from smmpi.runners.hosts import launch, pids, plan
+from smmpi.instances.hosts import launch, pids, plan
+from tests.instances.hosts.conftest import ENV, make_pod
+from tests.instances.hosts.footprint import Machine, pod_namespaces, wait_gone
 from tests.nobody import NOBODY, give_to_nobody
-from tests.runners.hosts.conftest import ENV, make_pod
-from tests.runners.hosts.footprint import Machine, pod_namespaces, wait_gone
 
 # Run on algo-1; visits algo-2 and algo-3 through the launch agent, as Open MPI would.
 CHECK = r"""
@@ -99,7 +99,7 @@ def test_an_unprivileged_user_gets_the_same_hosts(
     starter = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from smmpi.runners.hosts import launch\n"
+        "from smmpi.instances.hosts import launch\n"
         f"ENV = {ENV!r}\n"
         "run = Path(sys.argv[1])\n"
         "pod = launch.Pod(tuple(f'algo-{k}' for k in (1, 2, 3)),"
@@ -196,8 +196,8 @@ def test_nothing_left_after_sigkill_of_its_starter(run_dir: Path, machine: Machi
             "-c",
             "import sys, time\n"
             "from pathlib import Path\n"
-            "from tests.runners.hosts.conftest import ENV, make_pod\n"
-            "from smmpi.runners.hosts import launch\n"
+            "from tests.instances.hosts.conftest import ENV, make_pod\n"
+            "from smmpi.instances.hosts import launch\n"
             "pod = make_pod(Path(sys.argv[1]), 3)\n"
             "p = launch.start(pod, ['sh', '-c', 'touch ready; sleep 600'], ENV, sys.argv[1])\n"
             "print(p.pid, flush=True)\n"

@@ -23,7 +23,7 @@ import socket
 import struct
 from dataclasses import dataclass
 
-from smmpi.runners.hosts import kernel
+from smmpi.instances.hosts import kernel
 
 LENGTH = struct.Struct("!I")  # the request's size, then the request
 STATUS = struct.Struct("!i")  # the command's wait status, sent back when it ends

@@ -31,7 +31,7 @@ import socket
 import subprocess
 import time
 
-from smmpi.runners.hosts import kernel
+from smmpi.instances.hosts import kernel
 
 SSHD = "/usr/sbin/sshd"
 KEYGEN = "ssh-keygen"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.runners.hosts import footprint
-from tests.runners.hosts.footprint import Machine, holders_of, namespaces_in_use, new_namespaces
+from tests.instances.hosts import footprint
+from tests.instances.hosts.footprint import Machine, holders_of, namespaces_in_use, new_namespaces
 
 
 def _uts(proc: subprocess.Popen[bytes]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from smmpi.runners.hosts.argv import isolated_argv, substitutions
+from smmpi.instances.hosts.argv import isolated_argv, substitutions
 
 # Seed 004's line, as SageMaker's log shows it.
 SEED_004 = (

@@ -18,8 +18,8 @@ import contextlib
 import os
 import signal
 
-from smmpi.runners.hosts import kernel
-from smmpi.runners.hosts.strays import Strays
+from smmpi.instances.hosts import kernel
+from smmpi.instances.hosts.strays import Strays
 
 #: /proc entries a container gets read-only (Docker's list), and those it cannot read at all.
 PROC_READ_ONLY = ("bus", "fs", "irq", "sys", "sysrq-trigger")

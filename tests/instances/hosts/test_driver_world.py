@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from smmpi.runners.hosts import launch
-from smmpi.runners.hosts.argv import isolated_argv
+from smmpi.instances.hosts import launch
+from smmpi.instances.hosts.argv import isolated_argv
 from smmpi.runners.plan import plan
 from smmpi.spec import MPIJob
 from tests.helpers import BIN
-from tests.runners.hosts.conftest import make_pod
-from tests.runners.hosts.footprint import Machine
+from tests.instances.hosts.conftest import make_pod
+from tests.instances.hosts.footprint import Machine
 
 WORLD = (
     "import socket\n"

@@ -14,7 +14,7 @@ import pytest
 
 from smmpi.supervision import cpu_share
 from tests.helpers import BIN, base_env
-from tests.runners.hosts.footprint import descendants
+from tests.instances.hosts.footprint import descendants
 
 CPU = Path("/sys/fs/cgroup/cpu")  # this machine's CPU hierarchy (cgroup v1, as CI's)
 SEEN = (  # the rank's own view of its CPU cgroup

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from smmpi.runners.hosts.argv import isolated_argv
+from smmpi.instances.hosts.argv import isolated_argv
 from tests.helpers import BIN, ROOT, PipeLines, base_env, smmpi
+from tests.instances.hosts.footprint import Machine, namespaces_in_use, new_namespaces
 from tests.nobody import NOBODY, give_to_nobody
-from tests.runners.hosts.footprint import Machine, namespaces_in_use, new_namespaces
 
 HERE = Path(__file__).resolve().parent
 PROBE = HERE / "probe.py"

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from smmpi.bounded import create
 from smmpi.errors import BadInput, SmmpiError
-from smmpi.runners.hosts import availability, launch
-from smmpi.runners.slurmcluster import layout
-from smmpi.runners.slurmcluster.keeper import OWNER, STATE, shape_of
-from smmpi.runners.slurmcluster.layout import Shape
+from smmpi.instances.hosts import availability, launch
+from smmpi.instances.slurmcluster import layout
+from smmpi.instances.slurmcluster.keeper import OWNER, STATE, shape_of
+from smmpi.instances.slurmcluster.layout import Shape
 
 MARKER = ".smmpi-slurm"  # in a folder smmpi made for a cluster
 KEEPER = "keeper.pid"
@@ -91,7 +91,7 @@ def _keeper_pid(where: Path) -> int | None:
             words = f.read().split(b"\0")
     except (OSError, ValueError):
         return None
-    wanted = [b"smmpi.runners.slurmcluster.keeper", os.fsencode(where)]
+    wanted = [b"smmpi.instances.slurmcluster.keeper", os.fsencode(where)]
     return pid if all(w in words for w in wanted) else None
 
 
@@ -161,7 +161,7 @@ def _start_keeper(shape: Shape) -> subprocess.Popen[bytes]:
     log = os.open(shape.path("log", "cluster.log"), flags, 0o644)
     try:
         keeper = subprocess.Popen(
-            [sys.executable, "-m", "smmpi.runners.slurmcluster.keeper", str(shape.folder)],
+            [sys.executable, "-m", "smmpi.instances.slurmcluster.keeper", str(shape.folder)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

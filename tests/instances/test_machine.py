@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from smmpi.instances.machine import GpuShare, gpu_env, gpu_share, hide_gpus, share_gpus
 from smmpi.platform.layout import launch_env, left_out_mpi
-from smmpi.runners.local.machine import GpuShare, gpu_env, gpu_share, hide_gpus, share_gpus
 from smmpi.toolkit.shape import JobShape
 from tests.helpers import path_without, smmpi
 

@@ -6,10 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from smmpi.runners.hosts import availability
+from smmpi.instances.hosts import availability
 
 ROOT = Path(__file__).resolve().parents[3]
-ASK = "from smmpi.runners.hosts import availability; print(availability.unavailable_reason())"
+ASK = "from smmpi.instances.hosts import availability; print(availability.unavailable_reason())"
 
 
 def test_available_here_as_root() -> None:

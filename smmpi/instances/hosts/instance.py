@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smmpi.runners.hosts import first, kernel, service, sshd
-from smmpi.runners.hosts.strays import Strays
+from smmpi.instances.hosts import first, kernel, service, sshd
+from smmpi.instances.hosts.strays import Strays
 
 #: Folders each instance has of its own, empty at start (as in a fresh container).
 PRIVATE = ("/tmp", "/var/tmp", "/root", "/dev/shm")

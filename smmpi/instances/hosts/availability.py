@@ -13,8 +13,8 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from smmpi.runners.hosts import kernel
-from smmpi.runners.hosts.launch import Pod, agent_path, needs_user_namespace, start, tool
+from smmpi.instances.hosts import kernel
+from smmpi.instances.hosts.launch import Pod, agent_path, needs_user_namespace, start, tool
 
 
 def _namespaces_refused() -> str | None:

@@ -1,4 +1,4 @@
-"""``python -m smmpi.runners.slurmcluster.keeper FOLDER``: holds the cluster's hosts while it is up.
+"""``python -m smmpi.instances.slurmcluster.keeper FOLDER``: holds the cluster's hosts while up.
 
 It starts the pod (the isolated hosts) with the controller's start script and waits for it.
 SIGTERM, SIGINT or SIGHUP stop the daemons; the pod dies with this process however it ends
@@ -19,8 +19,8 @@ import threading
 from pathlib import Path
 
 from smmpi.bounded import CONFIG_MAX_BYTES, read_regular
-from smmpi.runners.hosts import launch
-from smmpi.runners.slurmcluster.layout import Shape
+from smmpi.instances.hosts import launch
+from smmpi.instances.slurmcluster.layout import Shape
 
 STATE = "cluster.json"
 OWNER = "SMMPI_SLURM_OWNER"

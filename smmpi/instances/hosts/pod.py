@@ -1,6 +1,6 @@
 """The pod: the process tree that holds every emulated instance of one run.
 
-``python -m smmpi.runners.hosts.pod FD`` (started by launch.py) is the *outer* process.
+``python -m smmpi.instances.hosts.pod FD`` (started by launch.py) is the *outer* process.
 It reads its spec from descriptor FD (a memory file: the instances' environments, which
 may hold credentials, are never written to disk), creates a PID, network, mount, UTS,
 IPC and cgroup namespace (and, when not root, a user namespace that maps the user to
@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from smmpi.runners.hosts import first, instance, kernel, plan, sshd
+from smmpi.instances.hosts import first, instance, kernel, plan, sshd
 
 SETUP_FAILED = 125  # exit status when the instances could not be set up; stderr says why
 PREFIX = "smmpi: isolated hosts"

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from smmpi.runners.hosts import kernel, plan
-from smmpi.runners.hosts.pod import SETUP_FAILED
+from smmpi.instances.hosts import kernel, plan
+from smmpi.instances.hosts.pod import SETUP_FAILED
 
 __all__ = [
     "SETUP_FAILED",
@@ -38,7 +38,7 @@ _SBIN = ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
 # The pod runs without site-packages (it needs the standard library and smmpi only).
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from smmpi.runners.hosts.pod import main; sys.exit(main(sys.argv[1:]))"
+    "from smmpi.instances.hosts.pod import main; sys.exit(main(sys.argv[1:]))"
 )
 _ROOT = str(Path(__file__).resolve().parents[3])
 RECORD = "command.json"  # the command the pod runs on algo-1, in the run folder

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from smmpi.runners.hosts import launch
-from tests.runners.hosts.conftest import ENV, make_pod
-from tests.runners.hosts.footprint import Machine
+from smmpi.instances.hosts import launch
+from tests.instances.hosts.conftest import ENV, make_pod
+from tests.instances.hosts.footprint import Machine
 
 BIN = Path(sys.executable).parent
 PROBE = Path(__file__).with_name("probe.py")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from smmpi.runners.hosts.launch import Pod
+from smmpi.instances.hosts.launch import Pod
+from tests.instances.hosts.footprint import Machine
 from tests.nobody import nobody_venv
-from tests.runners.hosts.footprint import Machine
 
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LC_ALL": "C"}
 
