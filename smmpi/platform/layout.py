@@ -2,7 +2,7 @@
 
 The tree holds what SageMaker puts on an instance: the config files under
 ``input/config``, the channels under ``input/data``, the code, and empty model
-and output dirs. Ranks also load smmpi's rank hook (:mod:`.rank_hook`) as
+and output dirs. Ranks also load smmpi's rank hook (:mod:`smmpi.supervision.rank_hook`) as
 their ``sitecustomize``.
 """
 

@@ -37,7 +37,8 @@ def host_env(
     extra_paths: Sequence[str] = (),
 ) -> dict[str, str]:
     """Every variable a rank on ``host`` gets on top of mpirun's own environment: the
-    container's, with this instance's share of this machine's GPUs (:mod:`.machine`)."""
+    container's, with this instance's share of this machine's GPUs
+    (:mod:`smmpi.instances.machine`)."""
     passed = {**gpu_env(shape, host), **(extra_env or {})}
     return rank_variables(shape, run_dir, host, passed, extra_paths)
 

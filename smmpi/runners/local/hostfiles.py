@@ -48,7 +48,7 @@ def reaper_command(
     Reusable by any launcher: give it the command that starts the run's
     processes, the records folder (where ranks write ``rank-R.exit``), the
     number of ranks, a folder to remove if this process dies, and the CPU cgroup to make
-    and hold the run in (see :mod:`.cpu_share`).
+    and hold the run in (see :mod:`smmpi.supervision.cpu_share`).
     """
     argv = [python, "-I", "-S", str(WATCH), "run", "--parent", str(os.getpid())]
     argv += ["--record", str(record_dir)]

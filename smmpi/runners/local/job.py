@@ -12,7 +12,7 @@ nothing from the spec:
 
 It then runs the job as N emulated hosts (:mod:`.supervise`). Each instance
 is left with the container's ``output/success`` or ``output/failure``
-(:mod:`.container_files`); on completion it writes ``model.tar.gz``, and
+(:mod:`smmpi.platform.container_files`); on completion it writes ``model.tar.gz``, and
 always ``output.tar.gz``, as SageMaker does. Either way it leaves a
 describe-like record (``describe.json``) in the job's folder.
 """
@@ -104,7 +104,7 @@ def _conclude(
 ) -> str:
     """Record how the job ended and pack its artifacts as SageMaker does; returns the status.
 
-    The instances' status files are the container's (:mod:`.container_files`); the
+    The instances' status files are the container's (:mod:`smmpi.platform.container_files`); the
     record's FailureReason is smmpi's line naming the rank. ``output.tar.gz`` holds
     ``output/data`` (as ``data/...``), as SageMaker's does.
     """

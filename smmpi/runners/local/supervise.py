@@ -7,7 +7,7 @@ Supervision is what makes a local run cheaper than a SageMaker one:
   kills what it left running;
 - the rank that failed first is named (rank, emulated host, and exception,
   MPI_Abort, exit code or signal) from those records within seconds
-  (:mod:`.verdict`); a run that cannot go on is stopped, though mpirun hangs;
+  (:mod:`smmpi.supervision.verdict`); a run that cannot go on is stopped, though mpirun hangs;
 - ``timeout`` prints every rank's Python stack (``faulthandler`` on SIGUSR1,
   armed by the rank hook the ranks load), then kills everything;
 - Ctrl-C or SIGTERM kills everything; no process outlives the run.
