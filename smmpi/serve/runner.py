@@ -203,17 +203,7 @@ class JobRunner:
         work: Path,
         running: Running,
     ) -> dict[str, Any]:
-        (work / "sourcedir.tar.gz").write_bytes(source)
-        spec = {
-            "request": {**local, "TrainingJobName": name},
-            "source": str(work / "sourcedir.tar.gz"),
-            "isolation": self.isolation,
-            "exact": self.exact,
-            "result": str(work / "result.json"),
-            "checkpoints": str(work / "checkpoints") if (work / "checkpoints").is_dir() else None,
-            "shards": str(work / "shards") if (work / "shards").is_dir() else None,
-        }
-        write_json(work / "spec.json", spec)
+        self._write_spec(name, local, source, work)
         streams = self.logs.open(name, region, hosts(request))
         first = next(iter(streams))
         self.logs.workers(name, region, streams, lambda host: worker_log.starting())
@@ -254,6 +244,20 @@ class JobRunner:
             done = result["status"] == "Completed"
             self.logs.workers(name, region, streams, lambda host: worker_log.ending(host, done))
         return result
+
+    def _write_spec(self, name: str, local: dict[str, Any], source: bytes, work: Path) -> None:
+        """What the worker process runs: the request, its code, the mode and the folders."""
+        (work / "sourcedir.tar.gz").write_bytes(source)
+        spec = {
+            "request": {**local, "TrainingJobName": name},
+            "source": str(work / "sourcedir.tar.gz"),
+            "isolation": self.isolation,
+            "exact": self.exact,
+            "result": str(work / "result.json"),
+            "checkpoints": str(work / "checkpoints") if (work / "checkpoints").is_dir() else None,
+            "shards": str(work / "shards") if (work / "shards").is_dir() else None,
+        }
+        write_json(work / "spec.json", spec)
 
     def _supervise(
         self, name: str, request: dict[str, Any], running: Running, proc: subprocess.Popen[bytes]

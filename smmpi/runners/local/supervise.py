@@ -170,9 +170,16 @@ def _wait(
 
 
 def _conclude(
-    result: RunResult, supervisor: Supervisor, output: Output, run: Run, say: Progress
+    result: RunResult,
+    supervisor: Supervisor,
+    output: Output,
+    run: Run,
+    say: Progress,
+    own_line: bool = True,
 ) -> None:
-    """Say which stray processes were killed, and who failed and why."""
+    """Say which stray processes were killed, and who failed and why. ``own_line``: smmpi's
+    line started the ranks, each under its watcher, so a rank without a record never ran (the
+    toolkit's or a driver's own start may run ranks that are no Python, such as `train.sh`)."""
     ends = Ends.read(supervisor.stack_dir)
     for line in ends.stray_lines(run.host):
         say(f"smmpi: {printable(line)}")
@@ -182,7 +189,8 @@ def _conclude(
     if result.exit_code == EXIT_OK and (failed(ends, code) or output.scan.stops):
         blame(result, ends, output.scan, dataclasses.replace(run, code=code))
         name_lost_network(result, run)
-    check_started(result, ends, run, code)
+    if own_line:
+        check_started(result, ends, run, code)
     check_world(result, run)
 
 
@@ -266,7 +274,7 @@ def execute(
     run = Run(shape, mode, supervisor.stack_dir, run_dir, started, None, sessions)
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = _supervise(supervisor, pumps, output, run, timeout, start)
-    _conclude(result, supervisor, output, run, progress)
+    _conclude(result, supervisor, output, run, progress, own_line=not (exact or container))
     _say_outcome(result, shape, stdin_closed, progress)
     return result
 
