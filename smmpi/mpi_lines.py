@@ -116,7 +116,7 @@ class LineAssembler:
         pieces: list[tuple[tuple[int, str], str]] = []
         if self.open is not None:
             pieces.append((self.open, line[:first]))
-        elif first != 0:
+        elif first != 0 or not matches:  # an untagged line (an empty one too)
             return []
         for i, m in enumerate(matches):
             end = matches[i + 1].start() if i + 1 < len(matches) else len(line)

@@ -58,3 +58,11 @@ def test_a_line_fed_in_parts_goes_on_with_the_rank_its_last_part_ended_in() -> N
     assert lines.feed("cd[1,1]<stderr>:x", ends=False) == []  # "cd" goes on rank 0's text
     assert lines.feed("y") == [Tagged(1, "stderr", "xy")]
     assert lines.flush() == [Tagged(0, "stdout", "abcd")]
+
+
+def test_an_empty_or_untagged_line_is_no_ranks_and_stops_nothing() -> None:
+    lines = LineAssembler()
+    assert lines.feed("") == []
+    assert lines.feed("\n") == []
+    assert lines.feed("mpirun: a line of its own") == []
+    assert lines.feed("[1,2]<stdout>:after") == [Tagged(2, "stdout", "after")]
