@@ -63,6 +63,9 @@ def slurm_conf(s: Shape) -> str:
         f"JobCompLoc={s.path('log', 'jobcomp.txt')}",
         "MpiDefault=none",
         "MailProg=/bin/true",
+        # a batch job is scheduled at slurmctld's next tick (1 s) rather than after its
+        # default 3 s batch delay, and backfill looks every second, not every 30
+        "SchedulerParameters=batch_sched_delay=0,bf_interval=1",
         "KillWait=2",
         "ReturnToService=2",
         "MinJobAge=300",
