@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 BACKENDS = ("sagemaker", "slurm")
 _SLURM_FLAGS = ("partition", "account", "time", "profile")
+#: Ends that SLURM brought about, not a rank: said as local runs say a --timeout
+ENDED_BY = {"TIMEOUT": "timed out at the job's time limit (--time); SLURM stopped every rank"}
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def _ended(st: JobState) -> int:
     from smmpi.runners.slurm.verdict import failure_line
 
     if st.state != "COMPLETED":
-        why = failure_line(st) or f"exit code {st.exit_code}"
+        why = failure_line(st) or ENDED_BY.get(st.state) or f"exit code {st.exit_code}"
         click.echo(f"smmpi: job {st.job_id} {st.state}: {why}", err=True)
     return st.smmpi_exit
 

@@ -1,4 +1,6 @@
-"""The SLURM tests: one real cluster (3 nodes x 2 CPUs) for the folder, one test at a time.
+"""The SLURM tests: one real cluster (3 nodes x 2 CPUs) for the folder, one test at a time;
+a test that only waits (``side_by_side``: a job over its time limit) runs in `make test`'s
+parallel pass, on a cluster of its own in its worker.
 
 SLURM's tests run wherever Debian's SLURM is installed (`make slurm`); elsewhere they are
 left out with one line in the summary (they are the folder's
@@ -26,7 +28,7 @@ _LEFT_OUT: list[str] = []
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    ours = [i for i in items if HERE in i.path.parents and i.get_closest_marker("machine")]
+    ours = [i for i in items if HERE in i.path.parents and _needs_slurm(i)]
     missing = installed()
     if not ours or missing is None:
         return
@@ -35,6 +37,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.hook.pytest_deselected(items=ours)
     items[:] = [i for i in items if i not in ours]
     _LEFT_OUT.append(f"{len(ours)} SLURM tests left out: {missing} (make slurm)")
+
+
+def _needs_slurm(item: pytest.Item) -> bool:
+    """A test of the real cluster: the folder's ``machine`` tests, and those that only wait on
+    a cluster of their own (``cluster`` among their fixtures)."""
+    return bool(item.get_closest_marker("machine")) or "cluster" in getattr(
+        item, "fixturenames", ()
+    )
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

