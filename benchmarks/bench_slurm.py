@@ -42,19 +42,20 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]
     return time.perf_counter() - start, done.stdout
 
 
-def _to_running(env: dict[str, str], cwd: Path) -> float:
-    """From `submit --no-wait` until squeue says RUNNING (or the job already ended)."""
+def _to_running(env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """From `submit --no-wait` until squeue says RUNNING (or the job already ended), and the
+    part of it that `submit` itself took (smmpi's start, the job's checks, staging, sbatch)."""
     squeue = Path(env["SMMPI_SLURM_DIR"]) / "bin" / "squeue"
     start = time.perf_counter()
     argv = [str(BIN / "smmpi"), "submit", "demo", "-N", "3", "-n", "2", *SLURM, "--no-wait"]
-    _, out = _timed(argv, env, cwd)
+    submitted, out = _timed(argv, env, cwd)
     job = out.strip().split()[-1]
     while time.perf_counter() - start < 60:
         state = subprocess.run(
             [str(squeue), "-h", "-j", job, "-o", "%T"], env=env, capture_output=True, text=True
         ).stdout.strip()
         if state in ("RUNNING", "") or state.startswith("COMPLET"):
-            return time.perf_counter() - start
+            return time.perf_counter() - start, submitted
         time.sleep(0.02)
     raise SystemExit(f"job {job} did not start within 60 s")
 
@@ -68,14 +69,16 @@ def main() -> None:
         folder = Path(tmp)
         env = _env(folder)
         up = [smmpi, "slurm", "up", "--nodes", "3", "--cpus", "2"]
-        ups, downs, running, slurm, local = [], [], [], [], []
+        ups, downs, running, submits, slurm, local = [], [], [], [], [], []
         for _ in range(runs):
             ups.append(_timed(up, env, folder)[0])
             downs.append(_timed([smmpi, "slurm", "down"], env, folder)[0])
         _timed(up, env, folder)
         try:
             for _ in range(runs):
-                running.append(_to_running(env, folder))
+                to_running, submitted = _to_running(env, folder)
+                running.append(to_running)
+                submits.append(submitted)
                 submit = [smmpi, "submit", "demo", "-N", "3", "-n", "2", *SLURM, "--wait"]
                 slurm.append(_timed(submit, env, folder)[0])
                 local.append(_timed([smmpi, "run", "demo", "-N", "3", "-n", "2"], env, folder)[0])
@@ -88,9 +91,12 @@ def main() -> None:
         "down_median_s": round(med(downs), 3),
         "up_plus_down_s": round(med(ups) + med(downs), 3),
         "submit_to_running_median_s": round(med(running), 3),
+        "of_it_submit_command_median_s": round(med(submits), 3),
+        "of_it_queued_median_s": round(med(map(float.__sub__, running, submits)), 3),
         "demo_3x2_slurm_median_s": round(med(slurm), 3),
         "demo_3x2_local_hosts_median_s": round(med(local), 3),
         "ratio_slurm_over_local": round(med(slurm) / med(local), 3),
+        "ratio_paired_median": round(med(map(float.__truediv__, slurm, local)), 3),
         "targets": {"up_plus_down_s": 3.0, "submit_to_running_s": 1.0, "ratio": 1.3},
     }
     print(json.dumps(summary))

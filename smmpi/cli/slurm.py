@@ -23,12 +23,15 @@ def slurm_group() -> None:
 def slurm_up_cmd(nodes: int, cpus: int) -> None:
     """Start the cluster (clearing what a killed one left) and save profile `local`."""
     from smmpi.instances.slurmcluster import cluster, layout
-    from smmpi.runners.slurm import profile
+    from smmpi.runners.slurm import commands, profile
 
     state = cluster.up(nodes, cpus)
     shared = str(state.folder / "shared")
     bin_dir = str(state.folder / "bin")
-    profile.save(LOCAL_PROFILE, {"bin": bin_dir, "workdir": shared})
+    # the launch is asked once here, not at every submit (`srun --mpi=list`)
+    pmix = commands.offers_pmix(profile.Profile(LOCAL_PROFILE, bin=bin_dir))
+    launch = "srun" if pmix else "mpirun"
+    profile.save(LOCAL_PROFILE, {"bin": bin_dir, "workdir": shared, "launch": launch})
     click.echo(
         f"SLURM cluster up: {state.nodes} nodes x {state.cpus} CPUs, partition "
         f"{layout.PARTITION}, in {state.folder}"

@@ -83,3 +83,13 @@ def test_bad_profile_setting_is_one_line(tmp_path: Path) -> None:
     assert done.stderr == (
         "smmpi: invalid slurm_profiles.hpc.modules: 'module load x'; allowed: a list of strings\n"
     )
+
+
+def test_a_followed_job_is_asked_after_often_at_first_then_every_two_seconds() -> None:
+    """A short job's end is seen within 0.1 s; a long job costs slurmctld one scontrol in 2 s."""
+    from smmpi.runners.slurm.operate import poll_interval
+
+    assert [poll_interval(t) for t in (0.0, 5.0, 9.99)] == [0.1, 0.1, 0.1]
+    later = [poll_interval(t) for t in range(10, 120)]
+    assert later == sorted(later) and later[0] < later[20] < later[-1]
+    assert max(later) == 2.0 and poll_interval(3600.0) == 2.0

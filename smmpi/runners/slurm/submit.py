@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,8 +76,21 @@ def _partitions(profile: Profile) -> dict[str, tuple[int, int]]:
 
 
 def check(b: script.Batch, profile: Profile) -> None:
-    """The cluster's answer to the request, before anything is created."""
-    partitions = _partitions(profile)
+    """The cluster's answer to the request, before anything is created: ``sinfo`` and
+    ``sbatch --test-only`` are asked at once (neither creates anything); sinfo's answer, the
+    plainer one, is said first."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        tested = pool.submit(
+            commands.run, profile, ["sbatch", "--test-only"], stdin=script.render(b)
+        )
+        _check_shape(b, _partitions(profile))  # on a refusal, the pool still waits for sbatch
+        test = tested.result()
+    if test.code != 0:
+        raise BadInput("job (sbatch --test-only)", b.job_name, f"what SLURM accepts: {test.line}")
+
+
+def _check_shape(b: script.Batch, partitions: dict[str, tuple[int, int]]) -> None:
+    """The partition is one the cluster has, and the nodes and tasks fit it."""
     named = sorted(p for p in partitions if p)
     key = b.partition or ""
     if key not in partitions:
@@ -87,9 +101,6 @@ def check(b: script.Batch, profile: Profile) -> None:
         raise BadInput("instances", b.nodes, f"at most {nodes} (the nodes of {where})")
     if b.tasks_per_node * b.cpus_per_task > cpus:
         raise BadInput("ppn", b.tasks_per_node, f"at most {cpus} (the CPUs of a node of {where})")
-    test = commands.run(profile, ["sbatch", "--test-only"], stdin=script.render(b))
-    if test.code != 0:
-        raise BadInput("job (sbatch --test-only)", b.job_name, f"what SLURM accepts: {test.line}")
 
 
 def _stage(job: MPIJob, b: script.Batch, profile: Profile) -> Path:
