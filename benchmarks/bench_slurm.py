@@ -8,6 +8,7 @@ summary on the last line. Runs alternate (SLURM, local) so machine noise hits bo
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -64,6 +65,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     runs = parser.parse_args().runs
+    # smmpi's bytecode, as an installed package has it (PYTHONDONTWRITEBYTECODE=1 would
+    # otherwise have every command compile smmpi's modules again)
+    compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "smmpi"), quiet=1)
     smmpi = str(BIN / "smmpi")
     with tempfile.TemporaryDirectory(prefix="smmpi-bench-slurm-") as tmp:
         folder = Path(tmp)

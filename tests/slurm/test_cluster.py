@@ -56,6 +56,9 @@ def test_up_down_and_up_after_sigkill_leave_nothing(tmp_path: Path) -> None:
         again = smmpi(["slurm", "up", "--nodes", "2", "--cpus", "1"], env)
         assert again.returncode == 0, again.stderr
         assert smmpi(["slurm", "down"], env).returncode == 0
+        # nothing of either cluster is left: the killed one's socket, state and spool are gone
+        assert sorted(os.listdir(folder)) == [".smmpi-slurm", "log", "shared"]
+        assert daemons_left(folder) == []
     finally:
         smmpi(["slurm", "down"], env)
         left = daemons_left(folder)
