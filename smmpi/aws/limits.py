@@ -39,9 +39,9 @@ class Limits:
 @functools.lru_cache(maxsize=1)
 def limits() -> Limits:
     """The limits as botocore's model states them."""
-    from smmpi.aws.facts import shared_loader
+    from smmpi.aws.facts import service_model
 
-    shapes = shared_loader().load_service_model("sagemaker", "service-2")["shapes"]
+    shapes = service_model("sagemaker")["shapes"]
     members = shapes["CreateTrainingJobRequest"]["members"]
 
     def most(name: str) -> int:

@@ -32,9 +32,9 @@ def instance_range() -> tuple[int, int]:
     """SageMaker's ``InstanceCount`` range for a training job, within smmpi's cap."""
     low, high = 1, MAX_INSTANCES
     try:
-        from smmpi.aws.facts import shared_loader
+        from smmpi.aws.facts import service_model
 
-        shapes = shared_loader().load_service_model("sagemaker", "service-2")["shapes"]
+        shapes = service_model("sagemaker")["shapes"]
     except ImportError:  # no botocore: smmpi's own bounds
         return low, high
     shape = shapes["TrainingInstanceCount"]
