@@ -25,8 +25,8 @@ from smmpi.runners.local.runner import run_program
 from smmpi.sdk.estimator import code_key, new_upload_id
 from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
-from smmpi.spec.checks import Pairs
 from smmpi.spec.limits import check_log_dir
+from smmpi.spec.pairs import Pairs
 from smmpi.toolkit.shape import Choices, Framework, shape_from_program
 
 # Each entry imports what only it uses, when called: `smmpi run` starts no SDK or submit code.
