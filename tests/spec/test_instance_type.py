@@ -31,9 +31,7 @@ def _cli_line(tmp_path: Path, argv: list[str]) -> str:
 
 
 @pytest.mark.parametrize("value", BAD)
-def test_run_submit_and_python_refuse_a_type_with_the_same_line(
-    tmp_path: Path, value: str
-) -> None:
+def test_run_submit_and_python_refuse_a_type_with_the_same_line(tmp_path: Path, value: str) -> None:
     shape = ["-N", "1", "-n", "1", "--instance-type", value]
     run = _cli_line(tmp_path, ["run", "demo", *shape])
     dry = _cli_line(tmp_path, ["submit", "demo", *shape, "--dry-run"])
