@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from smmpi.errors import BadInput
-from smmpi.toolkit.drivers.line import forwarded_credentials
 from smmpi.spec import MPIJob
+from smmpi.toolkit.drivers.line import forwarded_credentials
 from tests.helpers import ROLE, check_golden, smmpi
 
 pytestmark = pytest.mark.usefixtures("no_aws_settings")
