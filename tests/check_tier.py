@@ -54,6 +54,21 @@ MODULES = frozenset(
         "toolkit/test_failure.py",
         "toolkit/test_images.py",
         "toolkit/test_mpirun.py",
+        "spec/test_pairs.py",
+        "spec/test_spot.py",
+        "spec/test_world.py",
+        "spec/test_secrets.py",
+        "spec/test_launch.py",
+        "spec/test_versions.py",
+        "spec/test_shell.py",
+        "test_layout.py",
+        "test_child.py",
+        "test_errors.py",
+        "test_config.py",
+        "runners/test_base.py",
+        "test_api.py",
+        "serve/test_job_records.py",
+        "ops/test_owners.py",
     }
 )
 
