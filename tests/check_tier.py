@@ -69,6 +69,8 @@ MODULES = frozenset(
         "test_api.py",
         "serve/test_job_records.py",
         "ops/test_owners.py",
+        "ops/test_settings.py",
+        "test_mpi_lines.py",
     }
 )
 
