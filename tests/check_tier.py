@@ -71,6 +71,7 @@ MODULES = frozenset(
         "ops/test_owners.py",
         "ops/test_settings.py",
         "test_mpi_lines.py",
+        "runners/slurm/test_profile.py",
     }
 )
 
