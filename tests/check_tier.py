@@ -72,6 +72,8 @@ MODULES = frozenset(
         "ops/test_settings.py",
         "test_mpi_lines.py",
         "runners/slurm/test_profile.py",
+        "serve/test_errors.py",
+        "serve/test_routing.py",
     }
 )
 
