@@ -73,6 +73,7 @@ MODULES = frozenset(
         "test_mpi_lines.py",
         "runners/slurm/test_profile.py",
         "serve/test_errors.py",
+        "ops/test_local_jobs.py",
         "serve/test_routing.py",
     }
 )
