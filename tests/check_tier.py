@@ -74,6 +74,7 @@ MODULES = frozenset(
         "runners/slurm/test_profile.py",
         "serve/test_errors.py",
         "ops/test_local_jobs.py",
+        "aws/test_environment.py",
         "serve/test_routing.py",
     }
 )
