@@ -75,6 +75,7 @@ MODULES = frozenset(
         "serve/test_errors.py",
         "ops/test_local_jobs.py",
         "aws/test_environment.py",
+        "test_catalog.py",
         "serve/test_routing.py",
     }
 )
