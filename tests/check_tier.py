@@ -76,6 +76,7 @@ MODULES = frozenset(
         "ops/test_local_jobs.py",
         "aws/test_environment.py",
         "test_catalog.py",
+        "test_trees.py",
         "serve/test_routing.py",
     }
 )
