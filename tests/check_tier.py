@@ -77,6 +77,7 @@ MODULES = frozenset(
         "aws/test_environment.py",
         "test_catalog.py",
         "test_trees.py",
+        "test_bounded.py",
         "serve/test_routing.py",
     }
 )
