@@ -78,6 +78,8 @@ MODULES = frozenset(
         "test_catalog.py",
         "test_trees.py",
         "test_bounded.py",
+        "serve/test_described.py",
+        "serve/test_model.py",
         "serve/test_routing.py",
     }
 )
