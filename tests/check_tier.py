@@ -80,6 +80,7 @@ MODULES = frozenset(
         "test_bounded.py",
         "serve/test_described.py",
         "serve/test_model.py",
+        "runners/slurm/test_verdict.py",
         "serve/test_routing.py",
     }
 )
