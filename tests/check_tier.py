@@ -81,6 +81,7 @@ MODULES = frozenset(
         "serve/test_described.py",
         "serve/test_model.py",
         "runners/slurm/test_verdict.py",
+        "spec/test_limits.py",
         "serve/test_routing.py",
     }
 )
