@@ -82,6 +82,7 @@ MODULES = frozenset(
         "serve/test_model.py",
         "runners/slurm/test_verdict.py",
         "spec/test_limits.py",
+        "cli/test_options.py",
         "serve/test_routing.py",
     }
 )
