@@ -83,6 +83,8 @@ MODULES = frozenset(
         "runners/slurm/test_verdict.py",
         "spec/test_limits.py",
         "cli/test_options.py",
+        "platform/test_layout.py",
+        "instances/slurmcluster/test_layout.py",
         "serve/test_routing.py",
     }
 )
