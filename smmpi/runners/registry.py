@@ -54,7 +54,7 @@ class LocalJobs:
         return submit_local(job, options, job_name=job_name)
 
     def run(self, request: Request, source: bytes, options: RunOptions) -> LocalJob:
-        """A request and its ``sourcedir.tar.gz`` run here (``run --from-job``, serve)."""
+        """A request and its ``sourcedir.tar.gz`` run here (``run --from-job``)."""
         from smmpi.runners.local.job import run_request
 
         return run_request(request, source, options)
