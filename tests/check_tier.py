@@ -81,6 +81,7 @@ MODULES = frozenset(
         "serve/test_described.py",
         "serve/test_model.py",
         "runners/slurm/test_verdict.py",
+        "runners/slurm/test_commands.py",
         "spec/test_limits.py",
         "cli/test_options.py",
         "platform/test_layout.py",
