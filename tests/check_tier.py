@@ -82,6 +82,7 @@ MODULES = frozenset(
         "serve/test_model.py",
         "runners/slurm/test_verdict.py",
         "runners/slurm/test_commands.py",
+        "runners/sagemaker/test_job.py",
         "spec/test_limits.py",
         "cli/test_options.py",
         "platform/test_layout.py",
