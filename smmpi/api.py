@@ -21,12 +21,12 @@ from smmpi.errors import BadInput
 from smmpi.ops.settings import check_settings
 from smmpi.platform.layout import passed_variables
 from smmpi.runners.base import Progress, RunOptions, writer
-from smmpi.runners.local.runner import run_program
+from smmpi.runners.registry import runner
 from smmpi.sdk.estimator import code_key, new_upload_id
 from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
-from smmpi.spec.checks import Pairs
 from smmpi.spec.limits import check_log_dir
+from smmpi.spec.pairs import Pairs
 from smmpi.toolkit.shape import Choices, Framework, shape_from_program
 
 # Each entry imports what only it uses, when called: `smmpi run` starts no SDK or submit code.
@@ -59,30 +59,24 @@ def options(
 
 def plan(job: MPIJob, *, job_name: str | None = None) -> Plan:
     """The CreateTrainingJob request and container mpirun argv, offline (no credentials)."""
-    from smmpi.runners.plan import plan as plan_job
-
-    return plan_job(job, job_name=job_name)
+    return runner("plan").start(job, job_name=job_name)
 
 
 def run_local(job: MPIJob, *, job_name: str | None = None, **local_options: Any) -> LocalJob:
     """The SDK's ``fit`` with its CreateTrainingJob answered by a run here (``submit --local``);
     with ``api="model-trainer"``, ModelTrainer's ``train`` and the SDK's MPI driver."""
-    from smmpi.runners.local.sdk import submit_local, submit_trainer_local
-
-    if job.api == "model-trainer":
-        return submit_trainer_local(job, options(**local_options))
-    return submit_local(job, options(**local_options), job_name=job_name or job.job_name)
+    chosen = options(**local_options)
+    return runner("local").start(job, options=chosen, job_name=job_name or job.job_name)
 
 
 def estimator(
     job: MPIJob, *, offline: bool = False, local: bool = False, **local_options: Any
 ) -> Any:
     """The SDK estimator for ``job``; with ``local``, its ``fit`` runs the job here."""
-    from smmpi.runners.local.sdk import local_estimator
     from smmpi.sdk.estimator import build
 
     if local:
-        return local_estimator(job, options(**local_options), job_name=job.job_name)
+        return runner("local").estimator(job, options(**local_options), job.job_name)
     return build(job, offline=offline).estimator
 
 
@@ -97,15 +91,9 @@ def submit(
     """Upload the source dir, create the training job on SageMaker, and follow it if ``wait``;
     with ``api="model-trainer"``, the request ModelTrainer's ``train`` builds, with the
     ``code`` and ``sm_drivers`` channels it uploads."""
-    from smmpi.runners.sagemaker.submit import submit as submit_job
-    from smmpi.runners.sagemaker.trainer import submit_trainer
-
     check_settings()
-    if job.api == "model-trainer":
-        return submit_trainer(
-            job, wait=wait, echo=echo, stop_on_interrupt=stop_on_interrupt, **more
-        )
-    return submit_job(job, wait=wait, echo=echo, stop_on_interrupt=stop_on_interrupt, **more)
+    sagemaker = runner("sagemaker")
+    return sagemaker.start(job, wait=wait, echo=echo, stop_on_interrupt=stop_on_interrupt, **more)
 
 
 def run_from_job(name: str, *, region: str | None = None, **local_options: Any) -> LocalJob:
@@ -113,18 +101,9 @@ def run_from_job(name: str, *, region: str | None = None, **local_options: Any) 
 
     Its description and code come through clients that honour ``AWS_ENDPOINT_URL``.
     """
-    from smmpi.platform.inputs import fetch_source
-    from smmpi.runners.local.job import run_request
-    from smmpi.runners.local.records import interruptible
-    from smmpi.runners.local.remote import describe_remote, request_from_description
-
     check_settings()
-    with interruptible() as stops:  # SIGTERM ends it as Ctrl-C does, at any step
-        description, s3 = describe_remote(name, region)
-        request = request_from_description(description)
-        source = fetch_source(request, s3)
-        stops.name = request.get("TrainingJobName") or None
-        return run_request(request, source, options(region=region, **local_options))
+    made = runner("local")
+    return made.from_job(name, region, lambda: options(region=region, **local_options))
 
 
 def run_entry(
@@ -160,7 +139,7 @@ def run_entry(
     region, submit_directory = request_defaults(shape.job_name)
     shape = dataclasses.replace(shape, region=region, module_dir=submit_directory)
     local_options.setdefault("keep", False)
-    return run_program(program, shape, options(**local_options))
+    return runner("local").run_program(program, shape, options(**local_options))
 
 
 def request_defaults(job_name: str) -> tuple[str, str]:
@@ -185,12 +164,4 @@ def submit_slurm(
     """``submit --backend slurm``: the job checked against the cluster of config profile
     ``profile`` (``overrides``: partition, account, time), submitted with ``sbatch``; its
     ``JobState`` (SLURM's state, job id, nodes, job folder), at its end with ``wait``."""
-    from smmpi.runners.slurm import operate
-    from smmpi.runners.slurm import profile as profiles
-    from smmpi.runners.slurm.submit import submit as sbatch
-
-    chosen = profiles.load(profile, **overrides)
-    done = sbatch(job, chosen)
-    if wait:
-        return operate.follow(chosen, done.job_id, lambda _state: None)
-    return operate.state(chosen, done.job_id)
+    return runner("slurm").start(job, profile=profile, wait=wait, **overrides)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from smmpi.doctor import Check, parse_mpi_version
+from smmpi.doctor import parse_mpi_version
+from smmpi.ops.readiness import Check
 from tests.helpers import BIN, MotoServer, path_without, smmpi
 
 pytestmark = pytest.mark.aws

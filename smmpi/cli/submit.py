@@ -5,14 +5,12 @@ Module level imports click only: ``smmpi --help`` must not load the SDK.
 
 from __future__ import annotations
 
-import json
-import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from smmpi.cli import slurm_jobs
+from smmpi.cli import slurm_jobs, submit_modes
 from smmpi.cli.options import (
     local_run_options,
     pass_env_options,
@@ -28,10 +26,6 @@ if TYPE_CHECKING:
 _FIELD_OF = {"spot": "use_spot"}
 #: Flags left to MPIJob's default when not given.
 _DEFAULTED = ("instance_type", "max_run", "api")
-
-
-def _echo_err(line: str) -> None:
-    click.echo(line, err=True)
 
 
 @click.command("submit")
@@ -188,11 +182,13 @@ def submit_cmd(
         slurm_jobs.submit(job, slurm, dry_run=dry_run, wait=wait, as_json=as_json)
     elif local:
         passed = {"pass_env": list(pass_env), "with_credentials": with_credentials, "exact": exact}
-        _run_here(job, timeout, log_dir, install_requirements, as_json, passed, isolation)
+        submit_modes.run_here(
+            job, timeout, log_dir, install_requirements, as_json, passed, isolation
+        )
     elif dry_run:
-        _dry_run(job, as_json)
+        submit_modes.dry_run(job, as_json)
     else:
-        _submit(job, wait, stop_on_interrupt, as_json, create_bucket)
+        submit_modes.submit(job, wait, stop_on_interrupt, as_json, create_bucket)
 
 
 def _check_modes(
@@ -230,75 +226,5 @@ def _job(entry: str, fields: dict[str, Any]) -> MPIJob:
         warnings.simplefilter("ignore")
         job = MPIJob(entry, **kwargs)
     for note in job.notes:
-        _echo_err(f"smmpi: warning: {note}")
+        submit_modes.echo_err(f"smmpi: warning: {note}")
     return job
-
-
-def _run_here(
-    job: MPIJob,
-    timeout: float | None,
-    log_dir: str | None,
-    install: bool,
-    as_json: bool,
-    passed: dict[str, Any],
-    isolation: str | None = None,
-) -> None:
-    from smmpi import api
-
-    local_job = api.run_local(
-        job,
-        timeout=timeout,
-        log_dir=log_dir,
-        out=sys.stderr if as_json else None,
-        install_requirements=install,
-        **passed,
-        isolation=isolation,
-    )
-    if as_json:
-        click.echo(json.dumps(local_job.record, indent=2, default=str))
-    sys.exit(local_job.exit_code)
-
-
-def _dry_run(job: MPIJob, as_json: bool) -> None:
-    from smmpi import api
-    from smmpi.cli.render import plan_json, render_plan
-
-    result = api.plan(job)
-    click.echo(
-        json.dumps(plan_json(job, result), indent=2) if as_json else render_plan(job, result)
-    )
-
-
-def _notices(line: str) -> None:
-    """With --json, only what must never go unsaid reaches stderr: warnings, created buckets."""
-    if line.startswith(("smmpi: warning", "created bucket")):
-        _echo_err(line)
-
-
-def _submit(
-    job: MPIJob, wait: bool, stop_on_interrupt: bool, as_json: bool, create_bucket: bool
-) -> None:
-    from smmpi import api
-
-    try:
-        sub = api.submit(
-            job,
-            wait=wait,
-            echo=_notices if as_json else _echo_err,
-            on_log=None if as_json else click.echo,
-            stop_on_interrupt=stop_on_interrupt,
-            create_bucket=create_bucket,
-        )
-    except KeyboardInterrupt:
-        _echo_err("smmpi: interrupted; a created job keeps running (smmpi stop JOB)")
-        sys.exit(130)
-    if as_json:
-        click.echo(json.dumps(sub.to_json(), indent=2, default=str))
-    else:
-        click.echo(sub.job_name)
-        if sub.status in ("Failed", "Stopped"):
-            _echo_err(
-                f"smmpi: job {sub.job_name} {sub.status}: {sub.failure_reason or 'no reason given'}"
-            )
-    if wait:
-        sys.exit(sub.exit_code)

@@ -1,9 +1,11 @@
-"""The runner seam: ``run(request, source, options) -> Outcome``, progress through a callback.
+"""The runner seam: where a job goes (:class:`Runner`); a request run (:class:`RequestRunner`).
 
-A runner receives the CreateTrainingJob request (as boto3 would send it) and
-the job's ``sourcedir.tar.gz``, and reports what it does one line at a time
-through ``options.progress``: no runner writes to a terminal itself. The
-caller (:mod:`smmpi.api`, the CLI) decides where those lines go.
+A :class:`Runner` takes the validated ``MPIJob`` (``start(job, **settings)``) and is found by
+name in :mod:`smmpi.runners.registry`: ``plan``, ``local``, ``sagemaker``, ``slurm``.
+A :class:`RequestRunner` receives the CreateTrainingJob request (as boto3 would send it) and
+the job's ``sourcedir.tar.gz``. Both report what they do one line at a time through a
+progress callback: no runner writes to a terminal itself. The caller (:mod:`smmpi.api`,
+the CLI) decides where those lines go.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar
 
 from smmpi.spec.limits import check_timeout
 
 if TYPE_CHECKING:
     from smmpi.aws.types import Request
+    from smmpi.spec import MPIJob
 
 #: One line of progress ("smmpi: ..."), without its newline.
 Progress = Callable[[str], None]
@@ -69,7 +72,23 @@ class Outcome(Protocol):
     def exit_code(self) -> int: ...
 
 
-class Runner(Protocol):
-    """Runs one request with its source; every runner under :mod:`smmpi.runners` is one."""
+class RequestRunner(Protocol):
+    """Runs one request with its source (the local runner, SageMaker's)."""
 
     def run(self, request: Request, source: bytes, options: RunOptions) -> Outcome: ...
+
+
+#: What a runner's ``start`` gives back (a plan, a local job, a submission, SLURM's state).
+Result_co = TypeVar("Result_co", covariant=True)
+
+
+class Runner(Protocol[Result_co]):
+    """Where a job goes; every runner in :mod:`smmpi.runners.registry` is one.
+
+    ``settings`` are the runner's own keywords (each runner's ``start`` names them); a
+    keyword it does not take is a :class:`TypeError`, as a misspelt argument would be.
+    """
+
+    name: str
+
+    def start(self, job: MPIJob, *args: Any, **settings: Any) -> Result_co: ...

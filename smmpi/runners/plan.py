@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from smmpi.errors import SmmpiError
-from smmpi.runners.drivers.line import driver_mpirun, forwarded_credentials
 from smmpi.sdk import estimator, model_trainer
 from smmpi.spec import MPIJob, require_s3_inputs
+from smmpi.toolkit.drivers.line import driver_mpirun, forwarded_credentials
 from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.request import world_size
 
@@ -118,3 +118,13 @@ def plan_model_trainer(job: MPIJob) -> Plan:
         channels=channels,
         forwarded=forwarded_credentials(line),
     )
+
+
+class PlanRunner:
+    """:class:`~smmpi.runners.base.Runner` that stops at the request: the dry run, offline."""
+
+    name = "plan"
+
+    def start(self, job: MPIJob, *, job_name: str | None = None) -> Plan:
+        """The job's :class:`Plan`; ``job_name`` names its request (else the SDK's name)."""
+        return plan(job, job_name=job_name)

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 
 from smmpi.serve.calls import Call, operation
 from smmpi.serve.errors import ApiError
-from smmpi.serve.jobs import ACCOUNT
+from smmpi.serve.job_records import ACCOUNT
 
 #: The caller moto names for serve's keys (STS GetCallerIdentity's answer).
 CALLER = f"arn:aws:sts::{ACCOUNT}:user/moto"

@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import secrets
-import sys
 import threading
 import time
 from pathlib import Path
@@ -28,11 +25,20 @@ from smmpi.aws.facts import check_job_name
 from smmpi.errors import BadInput
 from smmpi.serve import described
 from smmpi.serve.errors import ApiError, not_found
+from smmpi.serve.job_records import (
+    Summary,
+    checked_record,
+    job_arn,
+    job_key,
+    name_taken,
+    set_aside,
+    shown,
+    summary_of,
+)
 from smmpi.serve.state import read_json, subfolder, write_json
 
 TERMINAL = ("Completed", "Failed", "Stopped")
 ANSWERS_KEPT = 16  # DescribeTrainingJob bodies of ended jobs kept built (the last asked for)
-ACCOUNT = "123456789012"
 
 #: SageMaker's words for each secondary status (DescribeTrainingJob's StatusMessage).
 MESSAGES = {
@@ -65,88 +71,6 @@ ECHOED = (
 )  # fmt: skip
 
 
-def job_arn(region: str, name: str) -> str:
-    return f"arn:aws:sagemaker:{region}:{ACCOUNT}:training-job/{name.lower()}"
-
-
-#: A job's summary as memory keeps it (None for a field the job does not have yet).
-Summary = tuple[str, str, float, "float | None", float, str, str]
-
-
-def _summary(record: dict[str, Any]) -> Summary:
-    """The summary of ``record``, its strings shared with every other job's where equal."""
-    return (
-        str(record["TrainingJobName"]),
-        sys.intern(str(record["_Region"])),
-        record["CreationTime"],
-        record.get("TrainingEndTime"),
-        record["LastModifiedTime"],
-        sys.intern(str(record["TrainingJobStatus"])),
-        sys.intern(str(record["SecondaryStatus"])),
-    )
-
-
-def _shown(summary: Summary) -> dict[str, Any]:
-    """ListTrainingJobs' summary (``SUMMARY``'s fields) of a job."""
-    name, region, created, ended, modified, status, secondary = summary
-    shown = {"TrainingJobName": name, "TrainingJobArn": job_arn(region, name),
-             "CreationTime": created, "TrainingEndTime": ended, "LastModifiedTime": modified,
-             "TrainingJobStatus": status, "SecondaryStatus": secondary}  # fmt: skip
-    if ended is None:
-        del shown["TrainingEndTime"]
-    return shown
-
-
-def _key(name: str) -> str:
-    """The job's key (its name in lower case; the name itself when it is, not a copy)."""
-    lower = name.lower()
-    return name if lower == name else lower
-
-
-def _taken(record: dict[str, Any], taken: Summary) -> str:
-    """Why a new job cannot have the name of ``taken``'s (in its region, or in another)."""
-    if taken[1] == record["_Region"]:
-        return (
-            "Training job names must be unique within an AWS account and region, and a "
-            f"training job with this name already exists ({record['TrainingJobArn']})"
-        )
-    return (
-        "smmpi serve keeps one training job per name across its regions, and "
-        f"{job_arn(taken[1], taken[0])} has this name"
-    )
-
-
-def _checked(record: Any, path: Path) -> dict[str, Any]:
-    """``record`` if it is a job's record, kept in its own file; ValueError if not."""
-    if not isinstance(record, dict):
-        raise ValueError("not a JSON object")
-    name = record.get("TrainingJobName")
-    if not isinstance(name, str) or name != path.stem:
-        raise ValueError("its TrainingJobName is not its file's name")
-    check_job_name(name)
-    if not isinstance(record.get("_Region"), str) or not isinstance(record.get("_Tags"), list):
-        raise ValueError("it lacks the job's region or tags")
-    for field in ("CreationTime", "LastModifiedTime"):
-        if not isinstance(record.get(field), (int, float)):
-            raise ValueError(f"its {field} is not a time")
-    for field in ("TrainingJobStatus", "SecondaryStatus"):
-        if not isinstance(record.get(field), str):
-            raise ValueError(f"its {field} is not a status")
-    if not isinstance(record.get("SecondaryStatusTransitions"), list):
-        raise ValueError("its SecondaryStatusTransitions is not a list")
-    return record
-
-
-def _set_aside(path: Path, err: Exception) -> str:
-    """Rename ``path`` (a file, or a link: never followed) out of the jobs' way; say so."""
-    why = str(getattr(err, "why", None) or err)
-    aside = path.with_name(f"{path.name}.set-aside")
-    while aside.exists() or aside.is_symlink():
-        aside = path.with_name(f"{path.name}.set-aside-{secrets.token_hex(3)}")
-    os.rename(path, aside)
-    return f"jobs/{path.name} is not a job's record ({why[:200]}): set aside as {aside.name}"
-
-
 class JobStore:
     """Every job serve knows, in memory and under ``folder``; all access under one lock."""
 
@@ -159,13 +83,13 @@ class JobStore:
         self.set_aside: list[str] = []  # one line for each file that was no job's record
         for path in sorted(self.folder.glob("*.json")):
             try:
-                self._keep(_checked(read_json(path), path))
+                self._keep(checked_record(read_json(path), path))
             except (OSError, ValueError, KeyError, TypeError) as err:
-                self.set_aside.append(_set_aside(path, err))
+                self.set_aside.append(set_aside(path, err))
 
     def _keep(self, record: dict[str, Any]) -> None:
-        summary = _summary(record)
-        key = _key(summary[0])
+        summary = summary_of(record)
+        key = job_key(summary[0])
         self.summaries[key] = summary
         if record["TrainingJobStatus"] in TERMINAL:
             self.live.pop(key, None)
@@ -201,7 +125,7 @@ class JobStore:
         with self.lock:
             taken = self.summaries.get(name.lower())
             if taken is not None:
-                raise ApiError("ResourceInUse", _taken(record, taken))
+                raise ApiError("ResourceInUse", name_taken(record, taken))
             self._save(record)
         return record
 
@@ -300,4 +224,4 @@ class JobStore:
         """Every job's summary (``SUMMARY``'s fields); with ``region``, that region's jobs."""
         with self.lock:
             summaries = list(self.summaries.values())
-        return [_shown(s) for s in summaries if region is None or s[1] == region]
+        return [shown(s) for s in summaries if region is None or s[1] == region]

@@ -21,7 +21,7 @@ from typing import Any
 
 from smmpi.serve import kept, logfilter
 from smmpi.serve.coldstreams import ColdStreams
-from smmpi.serve.jobs import ACCOUNT
+from smmpi.serve.job_records import ACCOUNT
 from smmpi.serve.state import read_json, subfolder, write_json
 
 GROUP = "/aws/sagemaker/TrainingJobs"

@@ -11,7 +11,6 @@ StopTrainingJob does, and it ends with secondary status MaxRuntimeExceeded.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import signal
 import subprocess
@@ -19,7 +18,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,36 +25,19 @@ from smmpi.serve import platform
 from smmpi.serve.jobs import TERMINAL, JobStore
 from smmpi.serve.logs import JobLogs
 from smmpi.serve.metrics import JobMetrics
+from smmpi.serve.running import (
+    STOP_GRACE,
+    Running,
+    die_with_parent,
+    pump_lines,
+    read_result,
+    worker_env,
+)
 from smmpi.serve.s3store import S3Store
-from smmpi.serve.state import read_json, subfolder, write_json
+from smmpi.serve.state import subfolder, write_json
 from smmpi.toolkit import worker_log
 from smmpi.toolkit.request import hosts
 from smmpi.trees import TreeRefused
-
-STOP_GRACE = 20.0  # seconds between SIGTERM and SIGKILL, as SageMaker's stop gives the container
-
-
-@dataclass
-class Running:
-    """What serve holds for a job that has not ended yet."""
-
-    thread: threading.Thread | None = None
-    proc: subprocess.Popen[bytes] | None = None
-    stop: threading.Event = field(default_factory=threading.Event)
-    why_stop: str = "Stopped"  # or MaxRuntimeExceeded
-
-
-def _die_with_parent() -> None:
-    from smmpi.instances.hosts.kernel import die_with_parent
-
-    die_with_parent(signal.SIGKILL)
-
-
-def _worker_env(runs: Path) -> dict[str, str]:
-    """serve's environment without any AWS variable (the ranks get nothing of serve's)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(SMMPI_LOCAL_JOBS=str(runs), SMMPI_LOCAL_JOBS_KEEP="1000000", PYTHONUNBUFFERED="1")
-    return env
 
 
 class JobRunner:
@@ -212,8 +193,8 @@ class JobRunner:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=_worker_env(self.runs),
-            preexec_fn=_die_with_parent,
+            env=worker_env(self.runs),
+            preexec_fn=die_with_parent,
         )
         running.proc = proc
         if running.stop.is_set():
@@ -231,15 +212,15 @@ class JobRunner:
             self.event(f"{name}: {line}")
 
         pumps = [
-            threading.Thread(target=_pump, args=(proc.stdout, to_log), daemon=True),
-            threading.Thread(target=_pump, args=(proc.stderr, to_events), daemon=True),
+            threading.Thread(target=pump_lines, args=(proc.stdout, to_log), daemon=True),
+            threading.Thread(target=pump_lines, args=(proc.stderr, to_events), daemon=True),
         ]
         for pump in pumps:
             pump.start()
         self._supervise(name, request, running, proc)
         for pump in pumps:
             pump.join(timeout=5)
-        result = _result(work, running, proc.returncode)
+        result = read_result(work, running, proc.returncode)
         if not running.stop.is_set():  # a stopped container prints nothing more
             done = result["status"] == "Completed"
             self.logs.workers(name, region, streams, lambda host: worker_log.ending(host, done))
@@ -305,19 +286,3 @@ class JobRunner:
         self._end(name, status, secondary, **fields)
         more = f" ({secondary})" if secondary and secondary != status else ""
         self.event(f"{name}: {status}{more}")
-
-
-def _result(work: Path, running: Running, code: int | None) -> dict[str, Any]:
-    """How the run ended, as the worker wrote it (or as serve saw its worker end)."""
-    path = work / "result.json"
-    if path.is_file():
-        result: dict[str, Any] = read_json(path)
-        return result
-    status = "Stopped" if running.stop.is_set() else "Failed"
-    line = f"the job's worker ended with code {code}"
-    return {"status": status, "exit_code": code, "line": line}
-
-
-def _pump(stream: Any, sink: Callable[[str], None]) -> None:
-    for raw in iter(stream.readline, b""):
-        sink(raw.decode("utf-8", errors="replace").rstrip("\r\n"))

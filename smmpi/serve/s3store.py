@@ -32,7 +32,7 @@ from smmpi.serve.coldkeys import (
     object_id,
     read_description,
 )
-from smmpi.serve.jobs import ACCOUNT
+from smmpi.serve.job_records import ACCOUNT
 from smmpi.serve.state import read_json, subfolder, write_json, write_private
 
 _object_id = object_id

@@ -20,7 +20,8 @@ from typing import Any
 from smmpi.serve import cloudwatch
 from smmpi.serve.app import App
 from smmpi.serve.calls import Call
-from smmpi.serve.jobs import ACCOUNT, JobStore
+from smmpi.serve.job_records import ACCOUNT
+from smmpi.serve.jobs import JobStore
 from smmpi.serve.journal import Journal, changes
 from smmpi.serve.logs import JobLogs
 from smmpi.serve.runner import JobRunner

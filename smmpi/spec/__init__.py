@@ -6,14 +6,14 @@ from smmpi.spec.checks import (
     check_vpc_ids,
     parse_inputs,
     parse_mpi_options,
-    parse_pairs,
 )
+from smmpi.spec.instance_type import DEFAULT_INSTANCE_TYPE
 from smmpi.spec.job import (
-    DEFAULT_INSTANCE_TYPE,
     DEFAULT_MAX_RUN,
     MPIJob,
     require_s3_inputs,
 )
+from smmpi.spec.pairs import parse_pairs
 from smmpi.spec.versions import DEFAULT_VERSIONS, FRAMEWORKS, resolve_versions, training_versions
 
 __all__ = [

@@ -19,22 +19,16 @@ from typing import Any, TypeVar
 from smmpi.aws.facts import (
     CHANNEL_MAX,
     CHANNEL_RE,
-    ENV_KEY_RE,
-    INSTANCE_TYPE_RE,
     JOB_NAME_RE,
     JOB_NAME_SUFFIX_LEN,
-    MAX_ENV,
     S3_URI_RE,
     SECURITY_GROUP_RE,
     SUBNET_RE,
-    TAG_RE,
-    known_instance_types,
-    vcpus,
 )
 from smmpi.bounded import CHANNEL_MAX_BYTES, ascii_int, lookup, regular_tree
 from smmpi.errors import BadInput
 from smmpi.spec.launch import check_launch_options
-from smmpi.spec.secrets import check_env_secrets
+from smmpi.spec.pairs import parse_pairs
 
 # Characters a shell would act on. The container splits custom MPI options on
 # whitespace and never runs a shell, so quotes cannot work either: refuse them.
@@ -78,31 +72,6 @@ def strict_kwargs(cls: type[_T]) -> type[_T]:
 
     cls.__init__ = __init__  # type: ignore[method-assign,misc]
     return cls
-
-
-def parse_pairs(field_name: str, pairs: Sequence[str] | Mapping[str, Any] | None) -> dict[str, str]:
-    """``["K=V", ...]`` (the CLI form) or a mapping -> dict; a pair without ``=`` is refused."""
-    if pairs is None:
-        return {}
-    if isinstance(pairs, Mapping):
-        return {str(k): _scalar(field_name, k, v) for k, v in pairs.items()}
-    if isinstance(pairs, str):
-        pairs = [pairs]
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = str(pair).partition("=")
-        if not sep or not key:
-            raise BadInput(field_name, pair, "KEY=VALUE pairs (an '=' after a non-empty key)")
-        out[key] = value
-    return out
-
-
-def _scalar(field_name: str, key: object, value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (str, int, float)):
-        return str(value)
-    raise BadInput(f"{field_name}[{key}]", value, "a string, number or bool")
 
 
 def parse_mpi_options(options: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -214,29 +183,6 @@ def check_pattern(name: str, value: str | None, pattern: re.Pattern[str], rule: 
         raise BadInput(name, value, rule)
 
 
-def check_instance_type(value: object, ppn: int) -> str | None:
-    """A training instance type SageMaker knows; returns a note when ppn exceeds its vCPUs."""
-    if not isinstance(value, str) or not INSTANCE_TYPE_RE.match(value):
-        raise BadInput(
-            "instance_type",
-            value,
-            "a SageMaker training instance type starting with 'ml.', e.g. ml.c5.2xlarge",
-        )
-    known = known_instance_types()
-    if known is not None and value not in known:
-        close = difflib.get_close_matches(value, sorted(known), n=3)
-        raise BadInput(
-            "instance_type",
-            value,
-            "a SageMaker training instance type"
-            + (f" (closest: {', '.join(close)})" if close else ""),
-        )
-    cpus = vcpus(value)
-    if cpus is not None and ppn > cpus:
-        return f"ppn {ppn} exceeds the {cpus} vCPUs of {value}: processes will share cores"
-    return None
-
-
 def check_job_names(job_name: str | None, base_job_name: str | None) -> None:
     """A job name, or a base name that leaves room for the date the SDK appends."""
     for name, value in (("job_name", job_name), ("base_job_name", base_job_name)):
@@ -268,55 +214,3 @@ def check_api(api: object, job_name: str | None) -> None:
             "none with api model-trainer (ModelTrainer names each job BASE-TIMESTAMP: "
             "set base_job_name / --base-job-name)",
         )
-
-
-Pairs = Mapping[str, Any] | Sequence[str] | None
-
-
-def check_hyperparameters(raw: Pairs) -> dict[str, str]:
-    """User hyperparameters: names the container does not reserve for itself."""
-    hps = parse_pairs("hyperparameter", raw)
-    for key in hps:
-        if key.startswith("sagemaker_") or key == "model_dir":
-            raise BadInput(
-                "hyperparameter",
-                key,
-                "a name not starting with 'sagemaker_' and not 'model_dir' "
-                "(reserved for the container)",
-            )
-        if not key or len(key) > 256:
-            raise BadInput("hyperparameter", key, "a name of 1-256 characters")
-    return hps
-
-
-def check_env(raw: Pairs) -> dict[str, str]:
-    """The container's Environment, within SageMaker's limits."""
-    env = parse_pairs("env", raw)
-    check_env_secrets(env)
-    for key, value in env.items():
-        if not ENV_KEY_RE.match(key) or len(key) > 512:
-            raise BadInput("env", key, "a variable name matching [A-Za-z_][A-Za-z0-9_]*")
-        if len(value) > 512:
-            raise BadInput(f"env[{key}]", value[:40] + "...", "a value of at most 512 chars")
-    if len(env) > MAX_ENV:
-        raise BadInput("env", len(env), f"at most {MAX_ENV} variables")
-    return env
-
-
-def check_tags(raw: Pairs) -> dict[str, str]:
-    """The job's tags, as SageMaker's tag rules allow them."""
-    tags = parse_pairs("tags", raw)
-    for key, value in tags.items():
-        if key.startswith("aws:") or not 1 <= len(key) <= 128 or not TAG_RE.match(key):
-            raise BadInput(
-                "tags",
-                key,
-                "a tag key of 1-128 letters, digits, spaces and _.:/=+-@, not starting with 'aws:'",
-            )
-        if len(value) > 256 or not TAG_RE.match(value):
-            raise BadInput(
-                f"tags[{key}]",
-                value,
-                "a tag value of at most 256 letters, digits, spaces and _.:/=+-@",
-            )
-    return tags

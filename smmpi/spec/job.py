@@ -32,12 +32,8 @@ from smmpi.catalog import Program, resolve
 from smmpi.errors import BadInput
 from smmpi.spec.checks import (
     check_api,
-    check_env,
-    check_hyperparameters,
-    check_instance_type,
     check_job_names,
     check_pattern,
-    check_tags,
     check_vpc_ids,
     parse_inputs,
     parse_mpi_options,
@@ -46,8 +42,11 @@ from smmpi.spec.checks import (
     seconds,
     strict_kwargs,
 )
+from smmpi.spec.instance_type import DEFAULT_INSTANCE_TYPE, check_instance_type, cores_note
 from smmpi.spec.limits import check_limits, check_types, run_seconds
+from smmpi.spec.pairs import check_env, check_hyperparameters, check_tags
 from smmpi.spec.shell import check_shell_words
+from smmpi.spec.spot import check_spot
 from smmpi.spec.versions import DEFAULT_FRAMEWORK, FRAMEWORKS, resolve_versions
 from smmpi.spec.world import check_instances, check_ppn
 
@@ -56,7 +55,6 @@ if TYPE_CHECKING:
     from smmpi.runners.plan import Plan
     from smmpi.runners.sagemaker.submit import Submission
 
-DEFAULT_INSTANCE_TYPE = "ml.c5.2xlarge"  # 8 vCPUs, as in the reference run (seed 004)
 # One hour, not the SDK's 24: a hung MPI job burns money until max_run.
 DEFAULT_MAX_RUN = 3600
 DEFAULT_VOLUME_SIZE = 30
@@ -111,7 +109,7 @@ class MPIJob:
         set_ = functools.partial(object.__setattr__, self)
         set_("instances", check_instances(self.instances))
         set_("ppn", check_ppn(self.ppn))
-        note = check_instance_type(self.instance_type, self.ppn)
+        note = cores_note(check_instance_type(self.instance_type), self.ppn)
         program = resolve(self.entry, self.source_dir)
         set_("program", program)
         self._check_framework(program)
@@ -169,36 +167,14 @@ class MPIJob:
         set_("inputs", channels)
 
     def _check_spot(self) -> None:
-        if not isinstance(self.use_spot, bool):
-            raise BadInput("use_spot", self.use_spot, "True or False")
-        if self.max_wait is not None:
-            wait = run_seconds("max_wait", self.max_wait)
-            object.__setattr__(self, "max_wait", wait)
-            if not self.use_spot:
-                raise BadInput("max_wait", self.max_wait, "only with use_spot=True")
-        if self.use_spot:
-            if self.keep_alive:
-                raise BadInput(
-                    "keep_alive",
-                    self.keep_alive,
-                    "0 or None with use_spot=True (warm pools do not support spot training)",
-                )
-            if self.max_wait is None:
-                object.__setattr__(self, "max_wait", self.max_run)
-            elif self.max_wait < self.max_run:
-                raise BadInput(
-                    "max_wait",
-                    self.max_wait,
-                    f"seconds >= max_run ({self.max_run}) for spot training",
-                )
+        wait = check_spot(self.use_spot, self.max_wait, self.keep_alive, self.max_run)
+        object.__setattr__(self, "max_wait", wait)
 
     def _check_network(self) -> None:
-        subnets = check_vpc_ids("subnets", self.subnets)
-        groups = check_vpc_ids("security_groups", self.security_groups)
         # A VPC needs both; one may come from the config file (``smmpi infra deploy
         # --vpc-id``), so the pair is checked when settings are resolved.
-        object.__setattr__(self, "subnets", subnets)
-        object.__setattr__(self, "security_groups", groups)
+        for name in ("subnets", "security_groups"):
+            object.__setattr__(self, name, check_vpc_ids(name, getattr(self, name)))
 
     # -- derived values ------------------------------------------------------------------
 

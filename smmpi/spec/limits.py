@@ -18,8 +18,9 @@ from smmpi.aws.facts import MAX_RUN_LIMIT, MAX_RUN_MIN, MAX_RUN_RULE
 from smmpi.aws.limits import check_count, check_hyperparameters, limits
 from smmpi.bounded import ascii_int, existing_problem
 from smmpi.errors import BadInput
-from smmpi.spec.checks import Pairs, check_env, parse_mpi_options
-from smmpi.spec.checks import check_hyperparameters as check_hyperparameter_names
+from smmpi.spec.checks import parse_mpi_options
+from smmpi.spec.pairs import Pairs, check_env
+from smmpi.spec.pairs import check_hyperparameters as check_hyperparameter_names
 from smmpi.spec.shell import check_shell_words
 
 #: The files a run writes in ``--log-dir``.

@@ -7,17 +7,17 @@ of local mode (``smmpi run`` and ``submit --local``) go through :class:`JobShape
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from smmpi.aws.facts import INSTANCE_TYPE_RE, known_instance_types, vcpus
+from smmpi.aws.facts import vcpus
 from smmpi.catalog import Program
 from smmpi.errors import BadInput
-from smmpi.spec.checks import Pairs, positive_int
-from smmpi.spec.job import DEFAULT_INSTANCE_TYPE
+from smmpi.spec.checks import positive_int
+from smmpi.spec.instance_type import DEFAULT_INSTANCE_TYPE, check_instance_type
 from smmpi.spec.limits import check_run_choices
+from smmpi.spec.pairs import Pairs
 from smmpi.spec.versions import DEFAULT_FRAMEWORK, check_framework
 from smmpi.toolkit import request as rq
 from smmpi.toolkit.hosts import HostDirs, host_name, on_host
@@ -133,22 +133,6 @@ class Choices:
     hyperparameters: Pairs = None
     environment: Pairs = None
     mpi_options: str | None = None
-
-
-def check_instance_type(value: object) -> str:
-    """A SageMaker training instance type, as MPIJob checks it (``smmpi run --instance-type``)."""
-    if not isinstance(value, str) or not INSTANCE_TYPE_RE.match(value):
-        raise BadInput(
-            "instance_type", value, "a SageMaker training instance type, e.g. ml.c5.2xlarge"
-        )
-    if value == DEFAULT_INSTANCE_TYPE:  # in botocore's enum (a test checks): skip its ~0.1 s load
-        return value
-    known = known_instance_types()
-    if known is not None and value not in known:
-        close = difflib.get_close_matches(value, sorted(known), n=3)
-        hint = f" (closest: {', '.join(close)})" if close else ""
-        raise BadInput("instance_type", value, "a SageMaker training instance type" + hint)
-    return value
 
 
 def shape_from_program(

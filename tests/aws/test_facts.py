@@ -37,8 +37,8 @@ def test_the_default_instance_type_is_one_sagemaker_trains_on() -> None:
 
     from smmpi.aws.facts import known_instance_types
     from smmpi.errors import BadInput
-    from smmpi.spec.job import DEFAULT_INSTANCE_TYPE
-    from smmpi.toolkit.shape import check_instance_type
+    from smmpi.spec import DEFAULT_INSTANCE_TYPE
+    from smmpi.spec.instance_type import check_instance_type
 
     model = create_loader().load_service_model("sagemaker", "service-2")
     assert DEFAULT_INSTANCE_TYPE in model["shapes"]["TrainingInstanceType"]["enum"]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from smmpi.errors import BadInput
-from smmpi.runners.drivers.line import forwarded_credentials
 from smmpi.spec import MPIJob
+from smmpi.toolkit.drivers.line import forwarded_credentials
 from tests.helpers import ROLE, check_golden, smmpi
 
 pytestmark = pytest.mark.usefixtures("no_aws_settings")
@@ -64,7 +64,7 @@ def test_the_driver_builds_the_line_with_the_jobs_settings() -> None:
 
 def test_the_driver_forwards_credentials_it_finds(tmp_path: Path) -> None:
     """Run the driver itself with credentials in the container's environment."""
-    from smmpi.runners.drivers.line import driver_mpirun
+    from smmpi.toolkit.drivers.line import driver_mpirun
 
     plan = _job(instances=2, ppn=1).plan()
     request = dict(

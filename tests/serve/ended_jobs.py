@@ -16,7 +16,7 @@ import pytest
 
 from smmpi.serve import Server
 from smmpi.serve.operations import call
-from smmpi.serve.runner import Running
+from smmpi.serve.running import Running
 
 REGION = "us-west-2"
 HOSTS = ("algo-1", "algo-2")

@@ -31,18 +31,17 @@ the same way, so a SIGKILL of smmpi leaves nothing behind.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from smmpi.instances.hosts import first, instance, kernel, plan, sshd
+from smmpi.instances.hosts.survivors import let_survivors_record
 
 SETUP_FAILED = 125  # exit status when the instances could not be set up; stderr says why
 PREFIX = "smmpi: isolated hosts"
@@ -217,57 +216,8 @@ def inner(spec: dict[str, Any]) -> int:
     while True:  # PID 1 reaps every orphan; the run ends with the command
         done, status = os.wait()
         if done == pid:
-            _let_survivors_record({h.pid for h in holders})
+            let_survivors_record({h.pid for h in holders})
             return _status(status)
-
-
-def _status_of(pid: int) -> dict[str, str]:
-    fields = {}
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
-            for line in status:
-                key, _, value = line.partition(":")
-                fields[key] = value.strip()
-    except OSError:
-        pass
-    return fields
-
-
-def _is_instance_init(pid: int) -> bool:
-    """Whether ``pid`` is an instance's first process (id 1 in its own PID namespace)."""
-    nspid = _status_of(pid).get("NSpid", "").split()
-    return bool(nspid) and nspid[-1] == "1"
-
-
-def _is_instance_sshd(pid: int, holders: set[int]) -> bool:
-    """Whether ``pid`` is an instance's sshd (exact mode): started from this namespace into
-    the instance's, so its parent is a holder, this PID 1 or the instance's first process."""
-    fields = _status_of(pid)
-    parent = int(fields.get("PPid") or 0)
-    if fields.get("Name") != "sshd":
-        return False
-    return parent in holders or parent == 1 or _is_instance_init(parent)
-
-
-def _survivors(holders: set[int]) -> set[int]:
-    """Processes of the pod (this PID namespace's own /proc) besides PID 1, the holders, the
-    instances' first processes and their sshd, which stay until the pod ends."""
-    alive = {int(p) for p in os.listdir("/proc") if p.isdigit()} - holders - {1}
-    return {p for p in alive if not (_is_instance_init(p) or _is_instance_sshd(p, holders))}
-
-
-def _let_survivors_record(holders: set[int], wait: float = 0.5) -> None:
-    """Processes that outlived the command (a rank that killed every other one, kill(-1))
-    get a moment to record it before PID 1's exit kills them; usually there are none,
-    and the pod ends at once."""
-    deadline = time.monotonic() + wait
-    while True:
-        with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        if not _survivors(holders) or time.monotonic() >= deadline:
-            return
-        time.sleep(0.02)
 
 
 def outer(spec: dict[str, Any]) -> int:

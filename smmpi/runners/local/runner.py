@@ -14,7 +14,8 @@ from smmpi.catalog import Program, missing_module_hint
 from smmpi.instances.machine import start_notes
 from smmpi.ops.signals import STOPS
 from smmpi.platform.layout import prepare_hosts
-from smmpi.runners.base import Runner, RunOptions
+from smmpi.runners.base import RequestRunner as Runner
+from smmpi.runners.base import RunOptions
 from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
 from smmpi.runners.local.job import run_request

@@ -26,9 +26,9 @@ from smmpi.errors import BadInput
 from smmpi.instances.hosts import launch
 from smmpi.instances.machine import gpu_env
 from smmpi.platform.layout import host_dirs, site_dir, stack_dir
-from smmpi.runners.drivers.line import CONTAINER_PATH, container_environment
 from smmpi.runners.local import instance_probes
 from smmpi.runners.local.venvs import cached_venv, site_packages
+from smmpi.toolkit.drivers.line import CONTAINER_PATH, container_environment
 from smmpi.toolkit.shape import JobShape
 
 FIELD = "--api model-trainer (a local run)"

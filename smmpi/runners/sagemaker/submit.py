@@ -29,7 +29,7 @@ from smmpi.aws.errors import error_code, error_line
 from smmpi.catalog import SOURCE_WARN_BYTES
 from smmpi.errors import SmmpiError
 from smmpi.ops.cloudwatch import JobLog
-from smmpi.runners.base import Progress, Runner, RunOptions, silent
+from smmpi.runners.base import Progress, RequestRunner, RunOptions, silent
 from smmpi.runners.sagemaker.checks import (
     NameTaken,
     NoSuchBucket,
@@ -79,7 +79,7 @@ class Upload:
 
 @dataclass
 class SageMakerRunner:
-    """:class:`~smmpi.runners.base.Runner` that creates the training job on SageMaker.
+    """:class:`~smmpi.runners.base.RequestRunner` that creates the training job on SageMaker.
 
     The request's ``sagemaker_submit_directory`` says where ``source`` goes.
     With ``wait`` the job is followed to its end: ``poll`` caps the seconds
@@ -270,4 +270,4 @@ def _delete_quietly(s3: S3Client, bucket: str, key: str) -> None:
 
 
 if TYPE_CHECKING:
-    _conforms: type[Runner] = SageMakerRunner
+    _conforms: type[RequestRunner] = SageMakerRunner
