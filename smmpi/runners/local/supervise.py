@@ -176,10 +176,12 @@ def _conclude(
     run: Run,
     say: Progress,
     own_line: bool = True,
+    whole_world: bool = True,
 ) -> None:
     """Say which stray processes were killed, and who failed and why. ``own_line``: smmpi's
     line started the ranks, each under its watcher, so a rank without a record never ran (the
-    toolkit's or a driver's own start may run ranks that are no Python, such as `train.sh`)."""
+    toolkit's or a driver's own start may run ranks that are no Python, such as `train.sh`).
+    ``whole_world``: a world other than N x n fails the run (else the caller speaks of it)."""
     ends = Ends.read(supervisor.stack_dir)
     for line in ends.stray_lines(run.host):
         say(f"smmpi: {printable(line)}")
@@ -191,7 +193,8 @@ def _conclude(
         name_lost_network(result, run)
     if own_line:
         check_started(result, ends, run, code)
-    check_world(result, run)
+    if whole_world:
+        check_world(result, run)
 
 
 def _mpirun_env(how_env: dict[str, str], shape: JobShape, run_dir: Path, mode: str) -> None:
@@ -236,6 +239,7 @@ def execute(
     exact: bool = False,
     container: ContainerStart | None = None,
     spent: float = 0.0,
+    whole_world: bool = True,
 ) -> RunResult:
     """Run the prepared job under supervision and say how it ended.
 
@@ -246,6 +250,8 @@ def execute(
     removed if this process is killed (a throwaway run's host trees). ``container``: what
     every isolated instance starts with instead of smmpi's mpirun line (:mod:`.isolation`).
     ``spent``: seconds of the run before this (its installs), counted in ``timeout``.
+    ``whole_world``: False for a driver's line that SageMaker runs as it is (its ranks, however
+    many, are the job's).
     """
     launcher = preflight(python)
     stdin_closed = stdin_closed or stdin_is_empty()
@@ -274,7 +280,8 @@ def execute(
     run = Run(shape, mode, supervisor.stack_dir, run_dir, started, None, sessions)
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = _supervise(supervisor, pumps, output, run, timeout, start)
-    _conclude(result, supervisor, output, run, progress, own_line=not (exact or container))
+    own_line = not (exact or container)
+    _conclude(result, supervisor, output, run, progress, own_line, whole_world)
     _say_outcome(result, shape, stdin_closed, progress)
     return result
 
