@@ -95,7 +95,7 @@ def test_a_failed_rank_in_the_drivers_short_world_is_named(
     out, lines = io.StringIO(), list[str]()
     done = job.run_local(out=out, err=out, progress=lines.append)
     assert done.exit_code == 1, "\n".join(lines)
-    assert "rank 1 (algo-1) failed: RuntimeError: rank one is broken" in done.record[
-        "FailureReason"
-    ], done.record["FailureReason"]
+    assert (
+        "rank 1 (algo-1) failed: RuntimeError: rank one is broken" in done.record["FailureReason"]
+    ), done.record["FailureReason"]
     assert processes_left(str(tmp_path)) == []
