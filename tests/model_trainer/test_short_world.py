@@ -16,7 +16,7 @@ from smmpi.api import options
 from smmpi.runners.local.trainer import run_trainer_request
 from smmpi.sdk.model_trainer import capture_offline
 from smmpi.spec import MPIJob
-from tests.helpers import processes_left, write
+from tests.helpers import base_env, processes_left, smmpi, write
 from tests.model_trainer.test_local_driver import WORLD
 
 if TYPE_CHECKING:
@@ -99,3 +99,23 @@ def test_a_failed_rank_in_the_drivers_short_world_is_named(
         "rank 1 (algo-1) failed: RuntimeError: rank one is broken" in done.record["FailureReason"]
     ), done.record["FailureReason"]
     assert processes_left(str(tmp_path)) == []
+
+
+def test_the_dry_run_with_as_sagemaker_shows_the_drivers_own_line(tmp_path: Path) -> None:
+    """``--as-sagemaker --dry-run --json``: the driver's line keeps its ``-np 2``, no ``-np``
+    rides in ``distributed.json``, and ``world_size`` is the ranks it starts."""
+    argv = ["submit", "demo", "-N", "2", "-n", "2", "--api", "model-trainer", "--dry-run"]
+    env = base_env(tmp_path)
+    plain = smmpi([*argv, "--json"], env)
+    same = smmpi([*argv, "--json", "--as-sagemaker"], env)
+    assert plain.returncode == 0 and same.returncode == 0, plain.stderr + same.stderr
+    (before, after) = (json.loads(done.stdout) for done in (plain, same))
+    assert [before["world_size"], after["world_size"]] == [4, 2]
+    for plan, np in ((before, "4"), (after, "2")):
+        line = plan["mpirun"]
+        assert [line[i + 1] for i, word in enumerate(line) if word == "-np"][-1] == np
+    said = smmpi([*argv, "--as-sagemaker"], env)
+    assert (
+        "  note         the SDK's MPI driver's line runs unchanged (as_sagemaker): its '-np 2' "
+        "is per node, so the job starts 2 rank(s), as on SageMaker"
+    ) in said.stdout.splitlines(), said.stdout
