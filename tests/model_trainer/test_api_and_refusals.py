@@ -50,7 +50,7 @@ def test_processes_mode_is_refused_in_one_line(tmp_path: Path) -> None:
 
 
 def test_serve_takes_a_request_with_its_own_start_and_its_code_in_a_channel() -> None:
-    from smmpi.serve.platform import unsupported
+    from smmpi.serve.platform import OWN_START, REMOTE_CHANNEL, REMOTE_FUNCTION, unsupported
 
     image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-cpu-py311"
     algo: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": "File"}
@@ -62,7 +62,17 @@ def test_serve_takes_a_request_with_its_own_start_and_its_code_in_a_channel() ->
         "ClientError: sagemaker_submit_directory must name an s3:// sourcedir.tar.gz"
     )
     algo["ContainerEntrypoint"] = ["/bin/bash"]
+    assert unsupported(request) == OWN_START
+    request["InputDataConfig"] = [_channel("code"), _channel("sm_drivers")]
     assert unsupported(request) is None
+    request["InputDataConfig"] = [_channel(REMOTE_CHANNEL)]
+    assert unsupported(request) == REMOTE_FUNCTION
+
+
+def _channel(name: str) -> dict[str, Any]:
+    uri = f"s3://bucket/job/{name}"
+    source = {"S3Uri": uri, "S3DataType": "S3Prefix", "S3DataDistributionType": "FullyReplicated"}
+    return {"ChannelName": name, "DataSource": {"S3DataSource": source}}
 
 
 def test_as_sagemaker_is_refused_without_model_trainer(tmp_path: Path) -> None:
