@@ -243,16 +243,13 @@ def execute(
 ) -> RunResult:
     """Run the prepared job under supervision and say how it ended.
 
-    The ranks' output goes to ``out`` and ``err`` (this process's by default);
-    the stacks of a run that timed out go to ``progress``. ``stdin_closed``:
-    ranks read end-of-file, as in SageMaker; otherwise rank 0 reads this
-    process's stdin, as under mpirun. ``remove_on_death``: the run dir is
-    removed if this process is killed (a throwaway run's host trees). ``container``: what
-    every isolated instance starts with instead of smmpi's mpirun line (:mod:`.isolation`).
-    ``spent``: seconds of the run before this (its installs), counted in ``timeout``.
-    ``whole_world``: False for a driver's line that SageMaker runs as it is (its ranks, however
-    many, are the job's).
-    """
+    The ranks' output goes to ``out`` and ``err`` (this process's by default); the stacks of
+    a run that timed out go to ``progress``. ``stdin_closed``: ranks read end-of-file, as in
+    SageMaker; otherwise rank 0 reads this process's stdin, as under mpirun.
+    ``remove_on_death``: the run dir is removed if this process is killed (a throwaway run's
+    host trees). ``container``: what every isolated instance starts with instead of smmpi's
+    mpirun line (:mod:`.isolation`). ``spent``: seconds of the run before this (its installs),
+    counted in ``timeout``. Not ``whole_world``: a driver's line SageMaker runs as it is."""
     launcher = preflight(python)
     stdin_closed = stdin_closed or stdin_is_empty()
     no_room = _no_room(shape, run_dir, mode)
@@ -280,8 +277,7 @@ def execute(
     run = Run(shape, mode, supervisor.stack_dir, run_dir, started, None, sessions)
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = _supervise(supervisor, pumps, output, run, timeout, start)
-    own_line = not (exact or container)
-    _conclude(result, supervisor, output, run, progress, own_line, whole_world)
+    _conclude(result, supervisor, output, run, progress, not (exact or container), whole_world)
     _say_outcome(result, shape, stdin_closed, progress)
     return result
 
