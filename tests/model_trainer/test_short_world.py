@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from smmpi.api import options
+from smmpi.ops.status import status_of
+from smmpi.runners.local.sdk import describe_response
 from smmpi.runners.local.trainer import run_trainer_request
 from smmpi.sdk.model_trainer import capture_offline
 from smmpi.spec import MPIJob
@@ -83,6 +85,8 @@ def test_as_sagemaker_runs_the_drivers_line_and_completes_with_its_ranks(
     assert f"smmpi: {SHORT}" in lines
     assert done.record["LocalShortWorld"] == SHORT
     assert "FailureReason" not in done.record
+    shown = status_of(describe_response(done.record)).lines()  # the SDK's describe of it
+    assert f"world      {SHORT}" in shown, shown
     assert processes_left(str(tmp_path)) == []
 
 
