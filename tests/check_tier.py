@@ -21,6 +21,8 @@ TESTS = Path(__file__).parent
 MODULES = frozenset(
     {
         "aws/test_clients.py",
+        "toolkit/test_driver_world.py",
+        "runners/local/test_short_world.py",
         "aws/test_facts.py",
         "aws/test_limits.py",
         "aws/test_netguard.py",

@@ -103,6 +103,12 @@ _DEFAULTED = ("instance_type", "max_run", "api")
     "distribution mpi) or model-trainer (ModelTrainer with distributed=MPI).",
 )
 @click.option(
+    "--as-sagemaker",
+    is_flag=True,
+    help="With --api model-trainer: the SDK driver's per-node -np as it is (its ranks on "
+    "algo-1 only, as on SageMaker); by default smmpi adds -np N*n.",
+)
+@click.option(
     "--create-bucket",
     is_flag=True,
     help="Create --bucket if it does not exist (by default a missing bucket is refused).",

@@ -17,10 +17,13 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from smmpi.aws.clients import split_s3
+from smmpi.toolkit.driver_world import driver_np, short_world
 
 if TYPE_CHECKING:
     from smmpi.aws.types import S3Client
 
+#: A local job record's line on the short world its driver started (``as_sagemaker`` runs).
+LOCAL_WORLD = "LocalShortWorld"
 DRIVERS = "sm_drivers"
 CONFIG = "distributed.json"
 MOST = 64 * 1024  # the driver's file is a few hundred bytes
@@ -38,20 +41,25 @@ def drivers_uri(description: Mapping[str, Any]) -> str | None:
     return None
 
 
-def processes_in(text: bytes | str) -> int | None:
-    """``process_count_per_node`` of the driver's ``distributed.json`` (None: not set or not it)."""
+def _config(text: bytes | str) -> dict[str, Any] | None:
     try:
         data = json.loads(text)
     except ValueError:
         return None
-    count = data.get("process_count_per_node") if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+def processes_in(text: bytes | str | Mapping[str, Any] | None) -> int | None:
+    """``process_count_per_node`` of the driver's ``distributed.json`` (None: not set or not it)."""
+    data = text if isinstance(text, Mapping) or text is None else _config(text)
+    count = data.get("process_count_per_node") if data is not None else None
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         return None
     return count
 
 
-def drivers_processes_per_host(s3: S3Client, description: Mapping[str, Any]) -> int | None:
-    """The processes per host a ModelTrainer job's driver starts, from its channel in S3."""
+def drivers_config(s3: S3Client, description: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A ModelTrainer job's ``distributed.json``, from its ``sm_drivers`` channel in S3."""
     uri = drivers_uri(description)
     if uri is None:
         return None
@@ -65,4 +73,20 @@ def drivers_processes_per_host(s3: S3Client, description: Mapping[str, Any]) -> 
             body.close()
     except (BotoCoreError, ClientError, OSError, ValueError):
         return None
-    return processes_in(text) if len(text) <= MOST else None
+    return _config(text) if len(text) <= MOST else None
+
+
+def drivers_processes_per_host(s3: S3Client, description: Mapping[str, Any]) -> int | None:
+    """The processes per host a ModelTrainer job's driver starts, from its channel in S3."""
+    return processes_in(drivers_config(s3, description))
+
+
+def drivers_world(s3: S3Client, description: Mapping[str, Any]) -> tuple[int | None, str | None]:
+    """A ModelTrainer job's processes per host, and the line on the short world its driver's
+    per-node ``-np`` starts (None: the whole world), from its channel in S3."""
+    config = drivers_config(s3, description)
+    ppn = processes_in(config)
+    if config is None or ppn is None:
+        return ppn, None
+    instances = int((description.get("ResourceConfig") or {}).get("InstanceCount") or 1)
+    return ppn, short_world(instances, ppn, driver_np(config), "model-trainer")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from smmpi.aws.errors import aws_errors
 from smmpi.aws.facts import TERMINAL, check_job_name
-from smmpi.ops.drivers import drivers_processes_per_host
+from smmpi.ops.drivers import LOCAL_WORLD, drivers_world
 from smmpi.ops.local_jobs import LOCAL_PPN
 from smmpi.toolkit.request import MPI_PROCESSES_PER_HOST
 
@@ -42,6 +42,7 @@ class JobStatus:
     model_artifacts: str | None
     transitions: tuple[tuple[str, str], ...]
     metrics: tuple[tuple[str, float], ...] = ()  # FinalMetricDataList: each metric's last value
+    short_world: str | None = None  # an SDK driver's per-node -np started fewer than N x n
 
     @property
     def done(self) -> bool:
@@ -69,6 +70,8 @@ class JobStatus:
         if self.processes_per_host:
             world = self.processes_per_host * self.instance_count
             rows.append(("processes", f"{self.processes_per_host} per host, {world} in all"))
+        if self.short_world:
+            rows.append(("world", self.short_world))
         if self.created:
             rows.append(("created", self.created.isoformat(timespec="seconds")))
         elapsed = self.elapsed()
@@ -107,6 +110,7 @@ class JobStatus:
             "output_path": self.output_path,
             "model_artifacts": self.model_artifacts,
             "final_metrics": dict(self.metrics),
+            "short_world": self.short_world,
         }
 
 
@@ -132,15 +136,18 @@ def job_status(
     sm: SageMakerClient, name: str, region: str | None = None, s3: S3Client | None = None
 ) -> JobStatus:
     """The job's status; with ``s3``, a ModelTrainer job's processes per host are read from its
-    ``sm_drivers`` channel (``distributed.json``), as its container reads them."""
+    ``sm_drivers`` channel (``distributed.json``), as its container reads them, with the short
+    world its driver's per-node ``-np`` starts."""
     d = describe(sm, name, region)
-    ppn = _ppn(d.get("HyperParameters", {}))
+    ppn, world = _ppn(d.get("HyperParameters", {})), None
     if ppn is None and s3 is not None:
-        ppn = drivers_processes_per_host(s3, d)
-    return status_of(d, ppn)
+        ppn, world = drivers_world(s3, d)
+    return status_of(d, ppn, world)
 
 
-def status_of(d: Mapping[str, Any], processes_per_host: int | None = None) -> JobStatus:
+def status_of(
+    d: Mapping[str, Any], processes_per_host: int | None = None, short_world: str | None = None
+) -> JobStatus:
     """A DescribeTrainingJob answer (or a local job's record) as a :class:`JobStatus`.
 
     Processes per host: the estimators' hyperparameter, else ``processes_per_host`` (what a
@@ -171,7 +178,12 @@ def status_of(d: Mapping[str, Any], processes_per_host: int | None = None) -> Jo
             for t in d.get("SecondaryStatusTransitions", [])
         ),
         metrics=_metrics(d.get("FinalMetricDataList")),
+        short_world=short_world or _text(d.get(LOCAL_WORLD)),
     )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _metrics(final: object) -> tuple[tuple[str, float], ...]:

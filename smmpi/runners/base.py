@@ -54,6 +54,7 @@ class RunOptions:
     env: Mapping[str, str] = field(default_factory=dict)  # this shell's variables for the ranks
     isolation: str | None = None  # auto | hosts | processes; None: $SMMPI_ISOLATION, else auto
     exact: bool = False  # sshd on every isolated instance, mpirun through ssh (local/exact.py)
+    as_sagemaker: bool = False  # an SDK driver's per-node -np starts the ranks SageMaker would
 
     def __post_init__(self) -> None:
         check_timeout(self.timeout)  # the one check of a run's timeout, whoever runs it

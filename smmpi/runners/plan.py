@@ -107,7 +107,7 @@ def plan_model_trainer(job: MPIJob) -> Plan:
     return Plan(
         request=request,
         mpirun=line,
-        world_size=job.world_size,
+        world_size=model_trainer.started_ranks(job),
         job_name=request["TrainingJobName"],
         code_uri=code,
         files=estimator.source_members(job),

@@ -13,7 +13,8 @@ cross as JSON.
 
 The driver passes ``-np <processes per host>`` with ``--host algo-1:n,...``, which starts n
 ranks, all on algo-1 (docs/TOOLKIT.md, "ModelTrainer's MPI driver"). smmpi adds
-``-np N*n`` to ``mpi_additional_options``; Open MPI 4.1 takes the last ``-np``.
+``-np N*n`` to ``mpi_additional_options``; Open MPI 4.1 takes the last ``-np``. With
+``as_sagemaker`` it adds nothing: the job starts the ranks it would start on SageMaker.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ WORLD_FIX = (
     "'-np {ppn}' (the processes per host), which would start {ppn} rank(s) on algo-1 only; "
     "Open MPI 4.1 takes the last -np"
 )
+AS_SAGEMAKER = (
+    "the SDK's MPI driver's line runs unchanged (as_sagemaker): its '-np {ppn}' is per node, "
+    "so the job starts {np} rank(s), as on SageMaker"
+)
 
 
 @dataclass
@@ -55,8 +60,26 @@ class Captured:
 
 
 def world_options(job: MPIJob) -> list[str]:
-    """``mpi_additional_options``: the user's, then the ``-np`` that gives the whole world."""
+    """``mpi_additional_options``: the user's, then the ``-np`` that gives the whole world
+    (none with ``as_sagemaker``: the driver's own line)."""
+    if job.as_sagemaker:
+        return list(job.mpi_argv)
     return [*job.mpi_argv, "-np", str(job.world_size)]
+
+
+def started_ranks(job: MPIJob) -> int:
+    """The ranks the driver's line starts: N x n, or with ``as_sagemaker`` its own ``-np``
+    (the processes per node, unless the user's options give another: Open MPI takes the last)."""
+    words = ["-np", str(job.ppn), *world_options(job)]
+    last = words[len(words) - 1 - words[::-1].index("-np") + 1]
+    return min(job.world_size, int(last)) if last.isdigit() else job.world_size
+
+
+def world_note(job: MPIJob) -> str:
+    """What smmpi did to the driver's ``-np``, in one line."""
+    if job.as_sagemaker:
+        return AS_SAGEMAKER.format(ppn=job.ppn, np=started_ranks(job))
+    return WORLD_FIX.format(world=job.world_size, ppn=job.ppn)
 
 
 def image_of(job: MPIJob, region: str) -> str:
@@ -182,7 +205,7 @@ def capture(job: MPIJob, keep: Path, settings: Settings) -> Captured:
         else:
             boto = boto_session(settings, offline=True)
             request, copies = trainer_capture.capture(spec, boto, keep)
-    notes = [*settings.notes, *job.notes, WORLD_FIX.format(world=job.world_size, ppn=job.ppn)]
+    notes = [*settings.notes, *job.notes, world_note(job)]
     if sdk3:
         notes.append(f"built by SDK v3's ModelTrainer (sagemaker.train) in {sdk3}")
     request = restore_placeholders(request, local_channels(job))

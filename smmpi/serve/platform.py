@@ -37,6 +37,20 @@ def _split(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
+#: ``@remote``'s job: its ranks read the pickled function from S3 and write its result there,
+#: and an emulated instance has no network off this machine.
+REMOTE_CHANNEL = "sagemaker_remote_function_bootstrap"
+REMOTE_FUNCTION = (
+    "ClientError: smmpi serve does not run @remote's job script (sagemaker_remote_function_"
+    "bootstrap) yet: its ranks read the function from S3 and write its result there, and an "
+    "emulated instance reaches no S3"
+)
+OWN_START = (
+    "ClientError: smmpi serve runs a ContainerEntrypoint of ModelTrainer's only (its sm_drivers "
+    "channel)"
+)
+
+
 def unsupported(request: dict[str, Any]) -> str | None:
     """Why this request cannot run here, in one line; None if it can."""
     algo = request.get("AlgorithmSpecification") or {}
@@ -51,6 +65,8 @@ def unsupported(request: dict[str, Any]) -> str | None:
             f"smmpi serve emulates the TensorFlow and PyTorch training images only, "
             f"not {image[:200] or 'an algorithm'}"
         )
+    if algo.get("ContainerEntrypoint") and not _has_channel(request, "sm_drivers"):
+        return REMOTE_FUNCTION if _has_channel(request, REMOTE_CHANNEL) else OWN_START
     source = str(decode_hyperparameters(request).get("sagemaker_submit_directory") or "")
     # a request with its own container start (ModelTrainer's) has its code in a channel
     if not source.startswith("s3://") and not algo.get("ContainerEntrypoint"):
@@ -60,6 +76,10 @@ def unsupported(request: dict[str, Any]) -> str | None:
         if why:
             return why
     return None
+
+
+def _has_channel(request: dict[str, Any], name: str) -> bool:
+    return any(c.get("ChannelName") == name for c in request.get("InputDataConfig") or [])
 
 
 def _channel_problem(channel: dict[str, Any], instances: int) -> str | None:

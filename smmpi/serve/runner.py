@@ -278,6 +278,8 @@ class JobRunner:
         except (KeyError, ValueError, OSError) as err:
             result = {**result, "status": "Failed", "upload": f"ClientError: upload failed: {err}"}
         status, secondary = result["status"], None
+        if result.get("short_world"):  # the job's own record keeps smmpi's line on its world
+            fields["_ShortWorld"] = str(result["short_world"])
         if running.stop.is_set():
             status, secondary = "Stopped", running.why_stop
         elif status != "Completed":

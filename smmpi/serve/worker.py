@@ -10,6 +10,7 @@ ended is written as JSON to the spec's ``result`` path.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import signal
@@ -48,6 +49,7 @@ def _restore(spec: dict[str, Any]) -> Callable[[dict[str, Any]], None] | None:
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     from smmpi.api import options
     from smmpi.errors import SmmpiError
+    from smmpi.ops.drivers import LOCAL_WORLD
     from smmpi.runners.base import writer
     from smmpi.runners.local.job import run_request
     from smmpi.runners.local.trainer import is_trainer_request, run_trainer_request
@@ -63,7 +65,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     )
     try:
         if is_trainer_request(spec["request"]):  # ModelTrainer's: the container's own start
-            job = run_trainer_request(spec["request"], {}, chosen, on_start=_restore(spec))
+            as_sagemaker = dataclasses.replace(chosen, as_sagemaker=True)  # the driver's -np
+            job = run_trainer_request(spec["request"], {}, as_sagemaker, on_start=_restore(spec))
         else:
             job = run_request(spec["request"], source, chosen, on_start=_restore(spec))
     except KeyboardInterrupt:
@@ -71,6 +74,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     except SmmpiError as err:
         return {"status": "Failed", "exit_code": 2, "line": str(err), "error": True}
     result = job.result
+    short = job.record.get(LOCAL_WORLD)
+    if short:  # said in the job's log (algo-1's stream), as SageMaker's job would not
+        print(f"smmpi: {short}", flush=True)
     return {
         "status": job.status,
         "exit_code": job.exit_code,
@@ -78,6 +84,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "reason": result.reason,
         "run_status": result.status,
         "folder": str(job.folder),
+        "short_world": short,
     }
 
 

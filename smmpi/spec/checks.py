@@ -203,10 +203,19 @@ def check_job_names(job_name: str | None, base_job_name: str | None) -> None:
 APIS = ("estimator", "model-trainer")
 
 
-def check_api(api: object, job_name: str | None) -> None:
-    """Which SDK API builds the request: the framework estimator, or ModelTrainer."""
+def check_api(api: object, job_name: str | None, as_sagemaker: object = False) -> None:
+    """Which SDK API builds the request: the framework estimator, or ModelTrainer (whose
+    driver's per-node ``-np`` smmpi leaves as it is with ``as_sagemaker``)."""
     if api not in APIS:
         raise BadInput("api", api, " or ".join(APIS))
+    if not isinstance(as_sagemaker, bool):
+        raise BadInput("as_sagemaker", as_sagemaker, "True or False")
+    if as_sagemaker and api != "model-trainer":
+        raise BadInput(
+            "as_sagemaker",
+            as_sagemaker,
+            "only with api model-trainer (the estimators' container starts all N x n ranks)",
+        )
     if api == "model-trainer" and job_name is not None:
         raise BadInput(
             "job_name",

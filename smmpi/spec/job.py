@@ -101,6 +101,7 @@ class MPIJob:
     security_groups: Sequence[str] | None = None
     inputs: Mapping[str, str] | Sequence[str] | None = None
     api: str = "estimator"
+    as_sagemaker: bool = False  # model-trainer: the SDK driver's per-node -np, unchanged
     program: Program = field(init=False, repr=False, compare=False)
     notes: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
 
@@ -126,7 +127,7 @@ class MPIJob:
         set_("max_run", run_seconds("max_run", self.max_run))
         set_("volume_size", positive_int("volume_size", self.volume_size, 16384))
         check_job_names(self.job_name, self.base_job_name)
-        check_api(self.api, self.job_name)
+        check_api(self.api, self.job_name, self.as_sagemaker)
         s3_uri("output_path", self.output_path)
         s3_uri("checkpoint_s3_uri", self.checkpoint_s3_uri)
         if self.keep_alive is not None:

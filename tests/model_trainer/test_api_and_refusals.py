@@ -6,6 +6,9 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from smmpi.errors import BadInput
 from smmpi.spec import MPIJob
 from tests.helpers import base_env, processes_left, smmpi, write
 from tests.model_trainer.test_local_driver import WORLD
@@ -47,7 +50,7 @@ def test_processes_mode_is_refused_in_one_line(tmp_path: Path) -> None:
 
 
 def test_serve_takes_a_request_with_its_own_start_and_its_code_in_a_channel() -> None:
-    from smmpi.serve.platform import unsupported
+    from smmpi.serve.platform import OWN_START, REMOTE_CHANNEL, REMOTE_FUNCTION, unsupported
 
     image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-cpu-py311"
     algo: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": "File"}
@@ -59,4 +62,31 @@ def test_serve_takes_a_request_with_its_own_start_and_its_code_in_a_channel() ->
         "ClientError: sagemaker_submit_directory must name an s3:// sourcedir.tar.gz"
     )
     algo["ContainerEntrypoint"] = ["/bin/bash"]
+    assert unsupported(request) == OWN_START
+    request["InputDataConfig"] = [_channel("code"), _channel("sm_drivers")]
     assert unsupported(request) is None
+    request["InputDataConfig"] = [_channel(REMOTE_CHANNEL)]
+    assert unsupported(request) == REMOTE_FUNCTION
+
+
+def _channel(name: str) -> dict[str, Any]:
+    uri = f"s3://bucket/job/{name}"
+    source = {"S3Uri": uri, "S3DataType": "S3Prefix", "S3DataDistributionType": "FullyReplicated"}
+    return {"ChannelName": name, "DataSource": {"S3DataSource": source}}
+
+
+def test_as_sagemaker_is_refused_without_model_trainer(tmp_path: Path) -> None:
+    """The estimators' container starts all N x n ranks: ``--as-sagemaker`` belongs to
+    ModelTrainer's driver only, and is refused in one line before anything runs."""
+    program = write(tmp_path / "world.py", WORLD)
+    argv = ["submit", str(program), "-N", "2", "-n", "2", "--as-sagemaker", "--local"]
+    done = smmpi(argv, base_env(tmp_path))
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.strip() == (
+        "smmpi: invalid as_sagemaker: True; allowed: only with api model-trainer (the "
+        "estimators' container starts all N x n ranks)"
+    )
+    assert not (tmp_path / "home" / ".smmpi" / "local-jobs").exists()  # no job folder
+    with pytest.raises(BadInput, match=r"invalid as_sagemaker: 'yes'; allowed: True or False"):
+        MPIJob(str(program), instances=2, ppn=2, api="model-trainer", as_sagemaker="yes")  # type: ignore[arg-type]

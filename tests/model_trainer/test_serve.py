@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BIN, write
+from smmpi.serve.state import read_json
+from tests.helpers import BIN, run_checked, write
 from tests.model_trainer.test_local_driver import FAILS, WORLD
+from tests.model_trainer.test_short_world import SHORT
 from tests.sdk.sdk3 import sdk3_python
-from tests.serve.serving import ROLE, ServeProcess, make_role
+from tests.serve.serving import ROLE, ServeProcess, log_lines, make_role
 
 pytestmark = pytest.mark.aws
 
@@ -54,7 +56,7 @@ trainer = ModelTrainer(
     role="{role}",
     source_code=SourceCode(source_dir="{source}", entry_script="{entry}"),
     compute=Compute(instance_type="ml.c5.2xlarge", instance_count=2),
-    distributed=MPI(process_count_per_node=2, mpi_additional_options=["-np", "4"]),
+    distributed=MPI(process_count_per_node=2{more}),
     base_job_name="mt-{sdk}",
     sagemaker_session=session,
 )
@@ -67,15 +69,25 @@ print("STATUS", trainer._latest_training_job.training_job_status)
 """
 
 
+WHOLE = ', mpi_additional_options=["-np", "4"]'
+
+
 def _train(
-    serve: ServeProcess, tmp_path: Path, guard: dict[str, str], sdk: str, entry: str
+    serve: ServeProcess,
+    tmp_path: Path,
+    guard: dict[str, str],
+    sdk: str,
+    entry: str,
+    more: str = WHOLE,
 ) -> subprocess.CompletedProcess[str]:
     source = tmp_path / "src"
     source.mkdir()
     write(source / "world.py", WORLD)
     write(source / "fails.py", FAILS)
     head, python = (V2, str(BIN / "python")) if sdk == "v2" else (V3, sdk3_python())
-    script = head + TRAIN.format(image=IMAGE, role=ROLE, source=source, entry=entry, sdk=sdk)
+    script = head + TRAIN.format(
+        image=IMAGE, role=ROLE, source=source, entry=entry, sdk=sdk, more=more
+    )
     make_role(serve)  # v3 checks that it exists and trusts SageMaker (IAM's GetRole)
     env = {**serve.env, **guard, "COLUMNS": "400"}
     return subprocess.run(
@@ -111,3 +123,34 @@ def test_a_failed_rank_fails_the_job_with_the_drivers_text(
     assert "smmpi: rank 3 (algo-2) failed: RuntimeError: rank three is broken" in "\n".join(
         serve.lines
     )
+
+
+@pytest.mark.parametrize("sdk", ["v2", "v3"])
+def test_the_drivers_per_node_np_completes_with_its_ranks_as_on_sagemaker(
+    serve: ServeProcess, tmp_path: Path, guard: dict[str, str], sdk: str
+) -> None:
+    """``MPI(process_count_per_node=2)`` alone: the driver's ``-np 2`` starts 2 ranks on
+    algo-1, and the job completes, as on SageMaker; smmpi's line on the short world and its
+    fix is in algo-1's log stream, the job's record in serve, and ``smmpi status``."""
+    done = _train(serve, tmp_path, guard, sdk, "world.py", more="")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    assert "STATUS Completed" in done.stdout
+    ranks = sorted(
+        ln.split("<stdout>:", 1)[1].strip() for ln in out.splitlines() if "<stdout>:rank" in ln
+    )
+    assert ranks == ["rank 0 of 2 on algo-1", "rank 1 of 2 on algo-1"], out[-4000:]
+    assert SHORT in out, out[-4000:]  # the job's log, through CloudWatch and the SDK
+    sm = serve.client("sagemaker")
+    summaries = sm.list_training_jobs(NameContains=f"mt-{sdk}", MaxResults=100)
+    name = max(
+        (j["CreationTime"], j["TrainingJobName"]) for j in summaries["TrainingJobSummaries"]
+    )[1]
+    streams = log_lines(serve, name)
+    (algo1,) = (lines for stream, lines in streams.items() if stream.startswith(f"{name}/algo-1-"))
+    assert f"smmpi: {SHORT}" in algo1
+    record = read_json(serve.state / "jobs" / f"{name}.json")
+    assert record["_ShortWorld"] == SHORT and "FailureReason" not in record
+    status = run_checked(["status", name], {**serve.env, **guard})
+    assert status.returncode == 0, status.stderr
+    assert f"world      {SHORT}" in status.stdout.splitlines(), status.stdout

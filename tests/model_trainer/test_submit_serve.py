@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import run_checked, write
 from tests.model_trainer.test_local_driver import FAILS, WORLD
-from tests.serve.serving import ROLE, ServeProcess, make_bucket
+from tests.serve.serving import (
+    ROLE,
+    ServeProcess,
+    log_lines,
+    make_bucket,
+    processes_under,
+    wait_end,
+)
 
 pytestmark = pytest.mark.aws
 
@@ -77,3 +85,33 @@ def test_a_failed_rank_gives_the_drivers_failure_text(
     assert "rank three is broken" in done.stdout  # the rank's traceback, in the job's log
     assert any("smmpi: rank 3 (algo-2) failed: RuntimeError: rank three is broken" in ln
                for ln in serve.lines)  # fmt: skip
+
+
+SLEEPS = (
+    "import time\n"
+    "from mpi4py import MPI\n"
+    "print('rank', MPI.COMM_WORLD.Get_rank(), 'ready', flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def test_stop_ends_a_running_job_stopped_and_leaves_no_process(
+    serve: ServeProcess, tmp_path: Path, guard: dict[str, str]
+) -> None:
+    """``smmpi stop`` on a ModelTrainer job submitted online: it ends Stopped, with every
+    rank's process gone, and ``status`` says so."""
+    env, argv = _submit(serve, tmp_path, guard, "sleeps.py", SLEEPS, "mt-submit-stop")
+    done = run_checked([*argv, "--no-wait"], env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    name = done.stdout.strip().splitlines()[-1]
+    deadline = time.monotonic() + 300
+    while not any("rank 3 ready" in line for lines in log_lines(serve, name).values()
+                  for line in lines):  # fmt: skip
+        assert time.monotonic() < deadline, log_lines(serve, name)
+        time.sleep(0.5)
+    stop = run_checked(["stop", name], env)
+    assert stop.returncode == 0, stop.stderr
+    assert wait_end(serve, name)["TrainingJobStatus"] == "Stopped"
+    status = json.loads(run_checked(["status", name, "--json"], env).stdout)
+    assert status["status"] == "Stopped"
+    assert processes_under("sleeps.py") == []

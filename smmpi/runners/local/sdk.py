@@ -247,5 +247,7 @@ def submit_trainer_local(job: MPIJob, options: RunOptions) -> LocalJob:
             options.progress(f"smmpi: note: {note}")
         request = cast("Request", captured.request)
         stops.name = str(request.get("TrainingJobName", ""))
-        chosen = dataclasses.replace(options, region=captured.region)
+        chosen = dataclasses.replace(
+            options, region=captured.region, as_sagemaker=options.as_sagemaker or job.as_sagemaker
+        )
         return run_trainer_request(request, captured.channels, chosen)

@@ -176,10 +176,12 @@ def _conclude(
     run: Run,
     say: Progress,
     own_line: bool = True,
+    whole_world: bool = True,
 ) -> None:
     """Say which stray processes were killed, and who failed and why. ``own_line``: smmpi's
     line started the ranks, each under its watcher, so a rank without a record never ran (the
-    toolkit's or a driver's own start may run ranks that are no Python, such as `train.sh`)."""
+    toolkit's or a driver's own start may run ranks that are no Python, such as `train.sh`).
+    ``whole_world``: a world other than N x n fails the run (else the caller speaks of it)."""
     ends = Ends.read(supervisor.stack_dir)
     for line in ends.stray_lines(run.host):
         say(f"smmpi: {printable(line)}")
@@ -191,7 +193,8 @@ def _conclude(
         name_lost_network(result, run)
     if own_line:
         check_started(result, ends, run, code)
-    check_world(result, run)
+    if whole_world:
+        check_world(result, run)
 
 
 def _mpirun_env(how_env: dict[str, str], shape: JobShape, run_dir: Path, mode: str) -> None:
@@ -236,17 +239,17 @@ def execute(
     exact: bool = False,
     container: ContainerStart | None = None,
     spent: float = 0.0,
+    whole_world: bool = True,
 ) -> RunResult:
     """Run the prepared job under supervision and say how it ended.
 
-    The ranks' output goes to ``out`` and ``err`` (this process's by default);
-    the stacks of a run that timed out go to ``progress``. ``stdin_closed``:
-    ranks read end-of-file, as in SageMaker; otherwise rank 0 reads this
-    process's stdin, as under mpirun. ``remove_on_death``: the run dir is
-    removed if this process is killed (a throwaway run's host trees). ``container``: what
-    every isolated instance starts with instead of smmpi's mpirun line (:mod:`.isolation`).
-    ``spent``: seconds of the run before this (its installs), counted in ``timeout``.
-    """
+    The ranks' output goes to ``out`` and ``err`` (this process's by default); the stacks of
+    a run that timed out go to ``progress``. ``stdin_closed``: ranks read end-of-file, as in
+    SageMaker; otherwise rank 0 reads this process's stdin, as under mpirun.
+    ``remove_on_death``: the run dir is removed if this process is killed (a throwaway run's
+    host trees). ``container``: what every isolated instance starts with instead of smmpi's
+    mpirun line (:mod:`.isolation`). ``spent``: seconds of the run before this (its installs),
+    counted in ``timeout``. Not ``whole_world``: a driver's line SageMaker runs as it is."""
     launcher = preflight(python)
     stdin_closed = stdin_closed or stdin_is_empty()
     no_room = _no_room(shape, run_dir, mode)
@@ -274,7 +277,7 @@ def execute(
     run = Run(shape, mode, supervisor.stack_dir, run_dir, started, None, sessions)
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = _supervise(supervisor, pumps, output, run, timeout, start)
-    _conclude(result, supervisor, output, run, progress, own_line=not (exact or container))
+    _conclude(result, supervisor, output, run, progress, not (exact or container), whole_world)
     _say_outcome(result, shape, stdin_closed, progress)
     return result
 

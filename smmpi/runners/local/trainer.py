@@ -52,8 +52,10 @@ from smmpi.runners.local import exact
 from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.records import STATUS_OF, LocalJob, finish, new_record, now, write_record
+from smmpi.runners.local.short_world import LOCAL_WORLD, settle_world
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
 from smmpi.runners.local.trainer_pod import check_paramiko, driver_python, pod_command
+from smmpi.toolkit.driver_world import driver_np
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.shape import JobShape
 
@@ -120,15 +122,6 @@ def trainer_shape(request: Mapping[str, Any], drivers: Path) -> JobShape:
         image=str(request["AlgorithmSpecification"].get("TrainingImage", "")),
         toolkit_tags=False,
     )
-
-
-def driver_np(drivers: Path) -> str:
-    """The ``-np`` the driver's line ends up with: its own (processes per node), unless
-    ``mpi_additional_options`` give another (Open MPI 4.1 takes the last)."""
-    distributed = _distributed(drivers)
-    words = ["-np", str(distributed.get("process_count_per_node") or 1)]
-    words += [str(w) for w in distributed.get("mpi_additional_options") or []]
-    return words[len(words) - 1 - words[::-1].index("-np") + 1]
 
 
 def check_trainer_run(options: RunOptions, instances: int, ppn: int) -> None:
@@ -261,6 +254,7 @@ def _execute(
         mode="hosts",
         exact=True,
         container=functools.partial(pod_command, request, venv_dir, dict(options.env)),
+        whole_world=not options.as_sagemaker,
     )
 
 
@@ -288,8 +282,13 @@ def run_trainer_request(
     except BaseException:  # (an interrupt while the ranks run ends in a result, not here)
         remove_folder(folder)  # the job never started: leave nothing stuck InProgress
         raise
-    if result.failed_rank is None and (result.reason or "").startswith("the job asked for"):
-        result.reason = f"{result.reason}: the MPI driver's mpirun has -np {driver_np(drivers)}"
+    np = driver_np(_distributed(drivers))
+    short = settle_world(
+        result, shape.instances, shape.ppn, np, options.as_sagemaker, "model-trainer"
+    )
+    if short:
+        say(f"smmpi: {short}")
+        record[LOCAL_WORLD] = short
     record["TrainingTimeInSeconds"] = round(time.monotonic() - start, 3)
     record["BillableTimeInSeconds"] = 0
     with held():  # how the job ended is recorded whole; an interrupt waits for the end
