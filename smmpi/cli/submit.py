@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from smmpi.spec import MPIJob
 
 #: CLI flag -> MPIJob field, where they differ.
-_FIELD_OF = {"spot": "use_spot"}
+_FIELD_OF = {"spot": "use_spot", "metrics": "metric_definitions"}
 #: Flags left to MPIJob's default when not given.
 _DEFAULTED = ("instance_type", "max_run", "api")
 

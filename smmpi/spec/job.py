@@ -47,6 +47,7 @@ from smmpi.spec.checks import (
     strict_kwargs,
 )
 from smmpi.spec.limits import check_limits, check_types, run_seconds
+from smmpi.spec.metrics import check_metrics
 from smmpi.spec.shell import check_shell_words
 from smmpi.spec.versions import DEFAULT_FRAMEWORK, FRAMEWORKS, resolve_versions
 from smmpi.spec.world import check_instances, check_ppn
@@ -103,6 +104,7 @@ class MPIJob:
     security_groups: Sequence[str] | None = None
     inputs: Mapping[str, str] | Sequence[str] | None = None
     api: str = "estimator"
+    metric_definitions: Mapping[str, str] | Sequence[Any] | None = None
     program: Program = field(init=False, repr=False, compare=False)
     notes: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
 
@@ -120,6 +122,9 @@ class MPIJob:
         check_pattern("region", self.region, REGION_RE, REGION_RULE)
         set_("mpi_options", " ".join(parse_mpi_options(self.mpi_options)))
         self._check_maps()
+        set_("metric_definitions", check_metrics(self.metric_definitions))
+        if self.metric_definitions and self.api == "model-trainer":
+            raise BadInput("metric", "with --api model-trainer", "only with the estimators")
         check_limits(
             str(self.framework), self.hyperparameter_map, self.input_map, self.tag_map, self.env_map
         )
