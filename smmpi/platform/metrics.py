@@ -190,3 +190,15 @@ class _Tee(io.TextIOBase):
 
     def flush(self) -> None:
         self.echo.flush()
+
+
+def local_series(name: str) -> Series | None:
+    """Local job ``name``'s series (``submit --local``; None: smmpi has no local job of that
+    name). ``name`` is a checked job name."""
+    from smmpi.ops.local_jobs import MARKER, jobs_root
+
+    folder = jobs_root() / name
+    marker = folder / MARKER
+    if folder.is_symlink() or marker.is_symlink() or not marker.is_file():
+        return None
+    return read_series(folder / SERIES)
