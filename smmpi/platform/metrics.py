@@ -192,6 +192,22 @@ class _Tee(io.TextIOBase):
         self.echo.flush()
 
 
+def for_job(request: Any, chosen: Sequence[dict[str, Any]] | None, folder: Path) -> RunMetrics:
+    """A local job's metrics: ``chosen`` definitions (None: the request's own), its series
+    in the job's folder."""
+    return RunMetrics(definitions(request) if chosen is None else chosen, folder / SERIES)
+
+
+def record_final(record: dict[str, Any], metrics: RunMetrics) -> list[str]:
+    """``FinalMetricDataList`` into a local job's record; the line its run ends with."""
+    final = metrics.final()
+    if not final:
+        return []
+    record["FinalMetricDataList"] = final
+    name = record.get("TrainingJobName")
+    return [f"smmpi: metrics {final_line(final)} (smmpi metrics {name})"]
+
+
 def local_series(name: str) -> Series | None:
     """Local job ``name``'s series (``submit --local``; None: smmpi has no local job of that
     name). ``name`` is a checked job name."""

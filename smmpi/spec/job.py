@@ -123,8 +123,6 @@ class MPIJob:
         set_("mpi_options", " ".join(parse_mpi_options(self.mpi_options)))
         self._check_maps()
         set_("metric_definitions", check_metrics(self.metric_definitions))
-        if self.metric_definitions and self.api == "model-trainer":
-            raise BadInput("metric", "with --api model-trainer", "only with the estimators")
         check_limits(
             str(self.framework), self.hyperparameter_map, self.input_map, self.tag_map, self.env_map
         )

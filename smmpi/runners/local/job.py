@@ -46,7 +46,7 @@ from smmpi.platform.container_files import (
 )
 from smmpi.platform.inputs import check_channels, copy_channel
 from smmpi.platform.layout import prepare_hosts
-from smmpi.platform.metrics import SERIES, RunMetrics, definitions, final_line
+from smmpi.platform.metrics import for_job, record_final
 from smmpi.runners.base import Progress, RunOptions
 from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
@@ -144,11 +144,6 @@ def _ending_lines(job: LocalJob, seconds: float) -> list[str]:
     ]
 
 
-def _metrics_lines(job: LocalJob) -> list[str]:
-    final = job.record.get("FinalMetricDataList")
-    return [f"smmpi: metrics {final_line(final)} (smmpi metrics {job.name})"] if final else []
-
-
 def run_request(
     request: Request,
     source: bytes,
@@ -170,8 +165,7 @@ def run_request(
         write_record(folder, record)
         _say_start(name, shape, mode, why_not_hosts, options.exact, say)
         log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
-        chosen = definitions(request) if options.metrics is None else options.metrics
-        metrics = RunMetrics(chosen, folder / SERIES)
+        metrics = for_job(request, options.metrics, folder)
         with isolation.watching_opt_ml(mode, say):
             result = execute(
                 shape,
@@ -190,15 +184,14 @@ def run_request(
     except BaseException:  # (an interrupt while the ranks run ends in a result, not here)
         remove_folder(folder)  # the job never started: leave nothing stuck InProgress
         raise
-    if metrics.final():
-        record["FinalMetricDataList"] = metrics.final()
+    metric_lines = record_final(record, metrics)
     with held():  # how the job ended is recorded whole; an interrupt waits for the end
         _conclude(record, folder, shape, result, start, request)
         tighten(folder)  # its archives and logs: 0600, as every file smmpi keeps
         if not options.keep:
             shutil.rmtree(run_dir, ignore_errors=True)
     job = LocalJob(name, folder, record, result)
-    for line in _ending_lines(job, result.seconds) + _metrics_lines(job):
+    for line in _ending_lines(job, result.seconds) + metric_lines:
         say(line)
     for old in prune(configured_keep(), spare=name):
         say(f"smmpi: removed old local job {old} (keeping the newest {configured_keep()})")
