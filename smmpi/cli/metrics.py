@@ -39,7 +39,7 @@ def metrics_cmd(job: str, plot: str | None, as_json: bool, region: str | None) -
     from CloudWatch, as SageMaker keeps them (AWS_ENDPOINT_URL: smmpi serve).
     """
     from smmpi.aws.facts import check_job_name
-    from smmpi.platform.metrics import local_series
+    from smmpi.platform.run_metrics import local_series
 
     check_job_name(job)
     if plot is not None:

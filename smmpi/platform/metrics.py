@@ -7,29 +7,25 @@ number. A job's points go to a series file, one JSON object a line (metric,
 value, epoch seconds, host), at most :data:`MAX_POINTS` a job; each metric's
 last value is ``FinalMetricDataList`` (SageMaker's shape: name, value,
 timestamp). serve (``smmpi serve``), local jobs (``submit --local``) and
-``smmpi run`` all use this one implementation.
+``smmpi run`` (:mod:`.run_metrics`) all use this one implementation.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import math
 import os
 import re
 import stat
 import threading
-import time
-from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any
 
 from smmpi.spec.metrics import regex_problem
 
+FLUSH_DELAY = 0.25  # seconds a point may wait to be written with the next ones
 MAX_POINTS = 100_000  # points kept in one job's series file; the last values are kept beyond it
 MAX_FILE = 64 << 20  # the most bytes of a job's series read back
-_MAX_REST = 1 << 20  # characters of an unfinished line kept
 SERIES = "metrics.jsonl"  # a local job's series file, in its folder
 
 Found = list[tuple[str, float]]  # (metric, value)
@@ -52,50 +48,86 @@ def first_bad_regex(request: Any) -> tuple[int, str, str] | None:
     return None
 
 
-def _value(match: re.Match[str]) -> float | None:
-    text = match.group(1) if match.re.groups else match.group(0)
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
-
-
 class Matcher:
     """A job's compiled definitions."""
 
     def __init__(self, chosen: Sequence[dict[str, Any]]) -> None:
-        self.patterns = [(str(d["Name"]), re.compile(str(d["Regex"]))) for d in chosen]
+        compiled = [(str(d["Name"]), re.compile(str(d["Regex"]))) for d in chosen]
+        self.patterns = [(name, p.search, p.groups > 0) for name, p in compiled]
 
-    def match(self, lines: Iterable[str]) -> Found:
-        """Every (metric, value) the lines give, in order."""
+    def match(self, line: str) -> Found:
+        """Every (metric, value) ``line`` gives: each regex's first group (the whole match when
+        it has none), where it reads as a finite number."""
         found: Found = []
-        for line in lines:
-            for metric, pattern in self.patterns:
-                match = pattern.search(line)
-                value = _value(match) if match else None
-                if value is not None:
-                    found.append((metric, value))
+        for metric, search, grouped in self.patterns:
+            match = search(line)
+            if match is None:
+                continue
+            try:
+                value = float(match.group(1) if grouped else match.group(0))
+            except (TypeError, ValueError):
+                continue
+            if value - value == 0:  # finite (inf - inf and nan - nan are nan)
+                found.append((metric, value))
         return found
 
 
 class SeriesFile:
-    """A job's series file, appended to (0600, never through a link), up to MAX_POINTS."""
+    """A job's series file (0600, appended to, never through a link), up to MAX_POINTS.
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.points = path, 0
+    Points are written together, at most :data:`FLUSH_DELAY` seconds after they came (a
+    timer thread), or at :meth:`flush`: one write a batch, not one a line. ``last`` is each
+    metric's last value; ``written`` its last value on disk (what serve shows, so what a
+    DescribeTrainingJob showed outlives serve killed). ``on_flush`` hears of each write.
+    """
 
-    def append(self, host: str, found: Found, when: float) -> None:
-        room = MAX_POINTS - self.points
-        if room <= 0 or not found:
-            return
-        found = found[:room]
-        self.points += len(found)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-        with os.fdopen(os.open(self.path, flags, 0o600), "a", encoding="utf-8") as f:
-            f.writelines(
-                json.dumps({"m": m, "v": v, "t": when, "h": host}) + "\n" for m, v in found
-            )
+    def __init__(self, path: Path, on_flush: Callable[[], None] | None = None) -> None:
+        self.path, self.on_flush, self.points = path, on_flush, 0
+        self.lock = threading.Lock()
+        self.pending: list[str] = []
+        self.timer: threading.Timer | None = None
+        self.last: dict[str, tuple[float, float]] = {}  # metric -> (value, epoch seconds)
+        self.written: dict[str, tuple[float, float]] = {}
+        self.heads: dict[str, str] = {}
+
+    def add(self, host: str, found: Found, when: float) -> None:
+        tail = f', "t": {when!r}, "h": {json.dumps(host)}}}\n'
+        with self.lock:
+            for metric, value in found:
+                self.last[metric] = (value, when)
+            room = MAX_POINTS - self.points
+            if room <= 0:
+                return
+            found = found[:room]
+            self.points += len(found)
+            for metric, value in found:
+                head = self.heads.get(metric)
+                if head is None:
+                    head = self.heads[metric] = f'{{"m": {json.dumps(metric)}, "v": '
+                self.pending.append(head + repr(value) + tail)
+            if self.timer is None:
+                self.timer = threading.Timer(FLUSH_DELAY, self.flush)
+                self.timer.daemon = True
+                self.timer.start()
+
+    def flush(self) -> None:
+        """Write what is pending now."""
+        with self.lock:
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+            data, self.pending = "".join(self.pending), []
+            if data:
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+                fd = os.open(self.path, flags, 0o600)
+                try:
+                    os.write(fd, data.encode())
+                finally:
+                    os.close(fd)
+            changed = self.written != self.last
+            self.written = dict(self.last)
+        if changed and self.on_flush is not None:
+            self.on_flush()
 
 
 def read_series(path: Path, host: str | None = None) -> Series:
@@ -136,85 +168,3 @@ def last_of(series: Series) -> dict[str, tuple[float, float]]:
 def final_line(final: Sequence[dict[str, Any]]) -> str:
     """``name value, name value`` (what ``smmpi status`` and a run's last lines show)."""
     return ", ".join(f"{m['MetricName']} {float(m['Value']):g}" for m in final)
-
-
-def iso(when: float) -> str:
-    return datetime.fromtimestamp(when, timezone.utc).isoformat(timespec="milliseconds")
-
-
-class RunMetrics:
-    """A local run's metrics: the ranks' echoed lines (as the job's log has them, tags and
-    all) matched as they are written; points to ``series`` (None: last values only)."""
-
-    def __init__(
-        self, chosen: Sequence[dict[str, Any]], series: Path | None, host: str = "algo-1"
-    ) -> None:
-        self.matcher = Matcher(chosen)
-        self.file = SeriesFile(series) if series is not None else None
-        self.host = host  # mpirun's own instance: its log has every rank's lines, as SageMaker's
-        self.last: dict[str, tuple[float, float]] = {}
-        self.lock = threading.Lock()
-
-    def feed(self, lines: list[str], when: float) -> None:
-        found = self.matcher.match(lines)
-        if not found:
-            return
-        with self.lock:
-            for metric, value in found:
-                self.last[metric] = (value, when)
-            if self.file is not None:
-                self.file.append(self.host, found, when)
-
-    def final(self) -> list[dict[str, Any]]:
-        with self.lock:
-            return final_list(self.last)
-
-    def stream(self, echo: IO[str]) -> IO[str]:
-        """``echo``, with every whole line written to it matched too."""
-        return cast("IO[str]", _Tee(echo, self)) if self.matcher.patterns else echo
-
-
-class _Tee(io.TextIOBase):
-    def __init__(self, echo: IO[str], metrics: RunMetrics) -> None:
-        super().__init__()
-        self.echo, self.metrics, self.rest = echo, metrics, ""
-
-    def write(self, text: str) -> int:
-        self.echo.write(text)
-        if "\n" in text:
-            *lines, self.rest = (self.rest + text).split("\n")
-            self.metrics.feed(lines, time.time())
-        else:
-            self.rest = (self.rest + text)[-_MAX_REST:]
-        return len(text)
-
-    def flush(self) -> None:
-        self.echo.flush()
-
-
-def for_job(request: Any, chosen: Sequence[dict[str, Any]] | None, folder: Path) -> RunMetrics:
-    """A local job's metrics: ``chosen`` definitions (None: the request's own), its series
-    in the job's folder."""
-    return RunMetrics(definitions(request) if chosen is None else chosen, folder / SERIES)
-
-
-def record_final(record: dict[str, Any], metrics: RunMetrics) -> list[str]:
-    """``FinalMetricDataList`` into a local job's record; the line its run ends with."""
-    final = metrics.final()
-    if not final:
-        return []
-    record["FinalMetricDataList"] = final
-    name = record.get("TrainingJobName")
-    return [f"smmpi: metrics {final_line(final)} (smmpi metrics {name})"]
-
-
-def local_series(name: str) -> Series | None:
-    """Local job ``name``'s series (``submit --local``; None: smmpi has no local job of that
-    name). ``name`` is a checked job name."""
-    from smmpi.ops.local_jobs import MARKER, jobs_root
-
-    folder = jobs_root() / name
-    marker = folder / MARKER
-    if folder.is_symlink() or marker.is_symlink() or not marker.is_file():
-        return None
-    return read_series(folder / SERIES)

@@ -1,15 +1,17 @@
 """Training metrics in serve: :mod:`smmpi.platform.metrics` applied to each job's log lines.
 
 Each point is appended to ``STATE/metrics/JOB.jsonl`` (at most ``MAX_POINTS`` a
-job), so the series survives a restart; memory keeps only each running job's
-last value of each metric, which DescribeTrainingJob shows as
-``FinalMetricDataList``. ``STATE/metrics/JOB.json`` names the job's region and
-each metric's hosts, which CloudWatch's ListMetrics reads (:mod:`.cloudwatch`).
+job, written in batches at most a quarter of a second apart), so the series
+survives a restart; memory keeps only each running job's last value of each
+metric on disk, which DescribeTrainingJob shows as ``FinalMetricDataList``.
+``STATE/metrics/JOB.json`` names the job's region and each metric's hosts,
+which CloudWatch's ListMetrics reads (:mod:`.cloudwatch`).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,61 +44,79 @@ def check(request: dict[str, Any]) -> None:
 
 
 class _Job:
-    """One running job's compiled definitions, its last values and its series' file."""
+    """One running job's compiled definitions, its series' file and each metric's hosts."""
 
-    def __init__(self, request: dict[str, Any], path: Path, region: str) -> None:
+    def __init__(
+        self, request: dict[str, Any], path: Path, region: str, shown: Callable[[], None]
+    ) -> None:
         self.matcher = Matcher(definitions(request))
-        self.file, self.region = SeriesFile(path), region
-        self.last: dict[str, tuple[float, float]] = {}  # name -> (value, timestamp)
+        self.file, self.region = SeriesFile(path, shown), region
         self.hosts: dict[str, list[str]] = {}  # name -> the hosts that logged it
 
 
 class JobMetrics:
-    """Every job's metrics: the running jobs' in memory, every job's series on disk."""
+    """Every job's metrics: the running jobs' in memory, every job's series on disk.
 
-    def __init__(self, root: Path) -> None:
+    ``shown(name, final)`` hears a running job's ``FinalMetricDataList`` each time more of
+    its series is on disk (serve shows it in DescribeTrainingJob at once).
+    """
+
+    def __init__(
+        self, root: Path, shown: Callable[[str, list[dict[str, Any]]], None] | None = None
+    ) -> None:
         self.folder = subfolder(root, "metrics")
         self.lock = threading.Lock()
         self.jobs: dict[str, _Job] = {}
+        self.shown = shown
 
     def open(self, name: str, request: dict[str, Any], region: str) -> None:
         """Start matching ``name``'s log lines (nothing to do when it defines no metric)."""
         if definitions(request):
+            path = self.folder / f"{name}.jsonl"
+            job = _Job(request, path, region, lambda: self._show(name))
             with self.lock:
-                self.jobs[name] = _Job(request, self.folder / f"{name}.jsonl", region)
+                self.jobs[name] = job
 
-    def feed(self, name: str, host: str, lines: list[str], when: float) -> bool:
-        """Match ``host``'s ``lines`` (logged at epoch ``when``); True when a metric got a
-        new value."""
+    def _show(self, name: str) -> None:
+        job = self.jobs.get(name)
+        if job is not None and self.shown is not None:
+            self.shown(name, final_list(dict(job.file.written)))
+
+    def feed(self, name: str, host: str, line: str, when: float) -> None:
+        """Match one line of ``host``'s log (logged at epoch ``when``)."""
         job = self.jobs.get(name)
         if job is None:
-            return False
-        found = job.matcher.match(lines)
+            return
+        found = job.matcher.match(line)
         if not found:
-            return False
-        with self.lock:
-            for metric, value in found:
-                job.last[metric] = (value, when)
-                if host not in job.hosts.setdefault(metric, []):
-                    job.hosts[metric].append(host)
+            return
+        for metric, _ in found:
+            hosts = job.hosts.get(metric)
+            if hosts is None or host not in hosts:
+                with self.lock:
+                    job.hosts.setdefault(metric, []).append(host)
                     index = {"region": job.region, "hosts": job.hosts}
                     write_json(job.file.path.with_suffix(".json"), index)
-            job.file.append(host, found, when)
-        return True
+        job.file.add(host, found, when)
 
     def final(self, name: str) -> list[dict[str, Any]] | None:
-        """``FinalMetricDataList`` (None when no metric has a value): a running job's from
-        memory, another's from its series on disk (a job serve was running when it stopped)."""
+        """``FinalMetricDataList`` (None when no metric has a value): a running job's once its
+        series is on disk, another's from its series on disk (a job serve was running when it
+        stopped)."""
         with self.lock:
             job = self.jobs.get(name)
-            last = dict(job.last) if job else None
-        if last is None:
+        if job is not None:
+            job.file.flush()
+            last = dict(job.file.written)
+        else:
             last = last_of(self.series(name))
         return final_list(last) if last else None
 
     def close(self, name: str) -> None:
         with self.lock:
-            self.jobs.pop(name, None)
+            job = self.jobs.pop(name, None)
+        if job is not None:
+            job.file.flush()
 
     def index(self, name: str) -> dict[str, Any] | None:
         """The job's region and each metric's hosts (None when no metric has a value)."""

@@ -46,7 +46,7 @@ from smmpi.platform.container_files import (
 )
 from smmpi.platform.inputs import check_channels, copy_channel
 from smmpi.platform.layout import prepare_hosts
-from smmpi.platform.metrics import for_job, record_final
+from smmpi.platform.run_metrics import for_job, record_final
 from smmpi.runners.base import Progress, RunOptions
 from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds

@@ -15,7 +15,7 @@ from smmpi.catalog import Program, missing_module_hint
 from smmpi.instances.machine import start_notes
 from smmpi.ops.signals import STOPS
 from smmpi.platform.layout import prepare_hosts
-from smmpi.platform.metrics import RunMetrics, final_line
+from smmpi.platform.run_metrics import RunMetrics, final_line
 from smmpi.runners.base import Runner, RunOptions
 from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds

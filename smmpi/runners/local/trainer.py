@@ -48,7 +48,7 @@ from smmpi.platform.container_files import (
 )
 from smmpi.platform.inputs import check_channels, copy_channel
 from smmpi.platform.layout import prepare_hosts
-from smmpi.platform.metrics import RunMetrics, for_job, record_final
+from smmpi.platform.run_metrics import RunMetrics, for_job, record_final
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import exact
 from smmpi.runners.local.bounds import check_world
