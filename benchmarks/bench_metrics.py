@@ -84,6 +84,28 @@ def _job(serve: Serve, env: dict[str, str], name: str, source: bytes, metrics: b
     return spent
 
 
+def in_process(lines: int) -> float:
+    """CPU seconds of serve's metrics code alone: ``lines`` log lines fed to ``JobMetrics`` as
+    serve's log pump feeds them, each then on disk (medians of 5)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from smmpi.serve.metrics import JobMetrics
+
+    text = [f"[1,mpirank:0,algo-1]<stdout>:step {i} train_loss={1 / (i + 1):.6f} "
+            f"accuracy={i / lines:.6f}" for i in range(lines)]  # fmt: skip
+    spent = []
+    for run in range(5):
+        with tempfile.TemporaryDirectory() as root:
+            metrics = JobMetrics(Path(root), lambda name, final: None)
+            metrics.open(f"j{run}", {"AlgorithmSpecification": {"MetricDefinitions": DEFINITIONS}},
+                         "us-west-2")  # fmt: skip
+            start = time.process_time()
+            for line in text:
+                metrics.feed(f"j{run}", "algo-1", line, time.time())
+            metrics.close(f"j{run}")
+            spent.append(time.process_time() - start)
+    return statistics.median(spent)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
@@ -111,9 +133,11 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     off, on = statistics.median(without), statistics.median(with_)
     paired = statistics.median(b / a for a, b in zip(without, with_, strict=True))
+    alone = in_process(args.lines)
     print(f"serve CPU, a job printing {args.lines} lines, medians of {args.runs}:")
     print(f"  without MetricDefinitions: {off:.3f} s")
     print(f"  with 3 MetricDefinitions:  {on:.3f} s  ({on / off:.3f}x; paired {paired:.3f}x)")
+    print(f"  the metrics code alone, in-process: {alone:.3f} s ({alone / off:.1%} of without)")
 
 
 if __name__ == "__main__":

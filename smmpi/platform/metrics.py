@@ -3,8 +3,8 @@ applied to a job's log lines as they arrive.
 
 Each definition's regex is searched for in every line; its first group (the
 whole match when it has none) is the value, kept when it reads as a finite
-number. A job's points go to a series file, one JSON object a line (metric,
-value, epoch seconds, host), at most :data:`MAX_POINTS` a job; each metric's
+number. A job's points go to a series file (:class:`SeriesFile`), at most
+:data:`MAX_POINTS` a job; each metric's
 last value is ``FinalMetricDataList`` (SageMaker's shape: name, value,
 timestamp). serve (``smmpi serve``), local jobs (``submit --local``) and
 ``smmpi run`` (:mod:`.run_metrics`) all use this one implementation.
@@ -12,6 +12,7 @@ timestamp). serve (``smmpi serve``), local jobs (``submit --local``) and
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
@@ -23,12 +24,12 @@ from typing import Any
 
 from smmpi.spec.metrics import regex_problem
 
-FLUSH_DELAY = 0.25  # seconds a point may wait to be written with the next ones
+FLUSH_DELAY = 1.0  # seconds a line may wait to be matched and written with the next ones
+MAX_QUEUED = 10_000  # lines that may wait
 MAX_POINTS = 100_000  # points kept in one job's series file; the last values are kept beyond it
 MAX_FILE = 64 << 20  # the most bytes of a job's series read back
 SERIES = "metrics.jsonl"  # a local job's series file, in its folder
 
-Found = list[tuple[str, float]]  # (metric, value)
 Series = dict[str, list[tuple[float, float]]]  # metric -> [(epoch seconds, value)]
 
 
@@ -48,86 +49,106 @@ def first_bad_regex(request: Any) -> tuple[int, str, str] | None:
     return None
 
 
-class Matcher:
-    """A job's compiled definitions."""
-
-    def __init__(self, chosen: Sequence[dict[str, Any]]) -> None:
-        compiled = [(str(d["Name"]), re.compile(str(d["Regex"]))) for d in chosen]
-        self.patterns = [(name, p.search, p.groups > 0) for name, p in compiled]
-
-    def match(self, line: str) -> Found:
-        """Every (metric, value) ``line`` gives: each regex's first group (the whole match when
-        it has none), where it reads as a finite number."""
-        found: Found = []
-        for metric, search, grouped in self.patterns:
-            match = search(line)
-            if match is None:
-                continue
-            try:
-                value = float(match.group(1) if grouped else match.group(0))
-            except (TypeError, ValueError):
-                continue
-            if value - value == 0:  # finite (inf - inf and nan - nan are nan)
-                found.append((metric, value))
-        return found
-
-
 class SeriesFile:
-    """A job's series file (0600, appended to, never through a link), up to MAX_POINTS.
+    """A job's definitions applied to its log lines, and its series file (0600, appended to,
+    never through a link; None: the last values only), up to MAX_POINTS.
 
-    Points are written together, at most :data:`FLUSH_DELAY` seconds after they came (a
-    timer thread), or at :meth:`flush`: one write a batch, not one a line. ``last`` is each
-    metric's last value; ``written`` its last value on disk (what serve shows, so what a
-    DescribeTrainingJob showed outlives serve killed). ``on_flush`` hears of each write.
+    :meth:`add` only queues a line: lines are matched and their values written together, at
+    most :data:`FLUSH_DELAY` seconds after they came (a timer thread), when
+    :data:`MAX_QUEUED` wait, or at :meth:`flush`: one write a batch, and little work a line
+    in the thread that reads the log. The file has one JSON object a line that gave values:
+    ``{"t": EPOCH, "h": HOST, "m": {METRIC: VALUE, ...}}``, each value as the log wrote it
+    (a JSON string) where that is printable. ``last`` is each metric's last value once
+    flushed, and on disk then (what serve shows, so what a DescribeTrainingJob showed
+    outlives serve killed); ``hosts`` the hosts that logged each metric. ``on_flush`` hears
+    of each flush that changed ``last``.
     """
 
-    def __init__(self, path: Path, on_flush: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        chosen: Sequence[dict[str, Any]],
+        path: Path | None,
+        on_flush: Callable[[], None] | None = None,
+    ) -> None:
+        compiled = [(str(d["Name"]), re.compile(str(d["Regex"]))) for d in chosen]
+        self.patterns = [(name, p.search, 1 if p.groups else 0) for name, p in compiled]
+        self.heads = {name: json.dumps(name) + ": " for name, _ in compiled}
         self.path, self.on_flush, self.points = path, on_flush, 0
         self.lock = threading.Lock()
-        self.pending: list[str] = []
+        self.queue: collections.deque[tuple[str, str, float]] = collections.deque()
         self.timer: threading.Timer | None = None
         self.last: dict[str, tuple[float, float]] = {}  # metric -> (value, epoch seconds)
-        self.written: dict[str, tuple[float, float]] = {}
-        self.heads: dict[str, str] = {}
+        self.hosts: dict[str, list[str]] = {name: [] for name in self.heads}  # who logged it
+        self.quoted: dict[str, str] = {}  # host -> its JSON
 
-    def add(self, host: str, found: Found, when: float) -> None:
-        tail = f', "t": {when!r}, "h": {json.dumps(host)}}}\n'
-        with self.lock:
-            for metric, value in found:
-                self.last[metric] = (value, when)
-            room = MAX_POINTS - self.points
-            if room <= 0:
-                return
-            found = found[:room]
-            self.points += len(found)
-            for metric, value in found:
-                head = self.heads.get(metric)
-                if head is None:
-                    head = self.heads[metric] = f'{{"m": {json.dumps(metric)}, "v": '
-                self.pending.append(head + repr(value) + tail)
-            if self.timer is None:
-                self.timer = threading.Timer(FLUSH_DELAY, self.flush)
-                self.timer.daemon = True
-                self.timer.start()
+    def add(self, host: str, line: str, when: float) -> None:
+        """Queue ``host``'s log ``line``, logged at epoch ``when``."""
+        self.queue.append((host, line, when))
+        if self.timer is None or len(self.queue) >= MAX_QUEUED:
+            with self.lock:
+                if self.timer is None:
+                    self.timer = threading.Timer(FLUSH_DELAY, self.flush)
+                    self.timer.daemon = True
+                    self.timer.start()
+            if len(self.queue) >= MAX_QUEUED:
+                self.flush()
 
     def flush(self) -> None:
-        """Write what is pending now."""
+        """Match the queued lines and write their values now."""
         with self.lock:
             if self.timer is not None:
                 self.timer.cancel()
                 self.timer = None
-            data, self.pending = "".join(self.pending), []
-            if data:
+            before = dict(self.last)
+            records = self._records()
+            if records and self.path is not None:
                 flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
                 fd = os.open(self.path, flags, 0o600)
                 try:
-                    os.write(fd, data.encode())
+                    os.write(fd, "".join(records).encode())
                 finally:
                     os.close(fd)
-            changed = self.written != self.last
-            self.written = dict(self.last)
+            changed = self.last != before
         if changed and self.on_flush is not None:
             self.on_flush()
+
+    def _records(self) -> list[str]:
+        """The queued lines' values: into ``last`` and ``hosts``, and as the file's lines."""
+        patterns, heads, last, hosts = self.patterns, self.heads, self.last, self.hosts
+        records, pop, quoted = [], self.queue.popleft, self.quoted
+        for _ in range(len(self.queue)):
+            host, line, when = pop()
+            parts = []
+            for metric, search, group in patterns:
+                match = search(line)
+                if match is None:
+                    continue
+                text = match.group(group)
+                try:
+                    value = float(text)
+                except (TypeError, ValueError):
+                    continue
+                if value - value != 0:  # not finite (inf - inf and nan - nan are nan)
+                    continue
+                last[metric] = (value, when)
+                # (float() took it: no quote or backslash; a control character: as a number)
+                shown = '"' + text + '"' if text.isprintable() else repr(value)
+                parts.append(heads[metric] + shown)
+                if host not in hosts[metric]:
+                    hosts[metric].append(host)
+            if parts and self.points < MAX_POINTS:
+                self.points += len(parts)
+                name = quoted.get(host) or quoted.setdefault(host, json.dumps(host))
+                records.append(
+                    '{"t": '
+                    + repr(when)
+                    + ', "h": '
+                    + name
+                    + ', "m": {'
+                    + ", ".join(parts)
+                    + "}}\n"
+                )
+        return records
 
 
 def read_series(path: Path, host: str | None = None) -> Series:
@@ -146,7 +167,11 @@ def read_series(path: Path, host: str | None = None) -> Series:
                 point = json.loads(line)
                 if host is not None and point.get("h") != host:
                     continue
-                found.setdefault(str(point["m"]), []).append((float(point["t"]), float(point["v"])))
+                when, values = float(point["t"]), point["m"]
+                if not isinstance(values, dict):  # one point a line, as earlier versions wrote
+                    values = {values: point["v"]}
+                for metric, value in values.items():
+                    found.setdefault(str(metric), []).append((when, float(value)))
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue  # a line cut short when its writer stopped
     return found

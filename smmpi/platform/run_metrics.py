@@ -16,7 +16,6 @@ from typing import IO, Any, cast
 
 from smmpi.platform.metrics import (
     SERIES,
-    Matcher,
     Series,
     SeriesFile,
     definitions,
@@ -34,29 +33,20 @@ class RunMetrics:
     last values only)."""
 
     def __init__(self, chosen: list[dict[str, Any]] | tuple[Any, ...], series: Path | None):
-        self.matcher = Matcher(chosen)
-        self.file = SeriesFile(series) if series is not None else None
-        self.last: dict[str, tuple[float, float]] = {}
+        self.file = SeriesFile(chosen, series)
 
     def feed(self, lines: list[str], when: float) -> None:
         for line in lines:
-            found = self.matcher.match(line)
-            if not found:
-                continue
-            for metric, value in found:
-                self.last[metric] = (value, when)
-            if self.file is not None:
-                self.file.add(HOST, found, when)
+            self.file.add(HOST, line, when)
 
     def final(self) -> list[dict[str, Any]]:
         """``FinalMetricDataList``; the series is on disk once this returns."""
-        if self.file is not None:
-            self.file.flush()
-        return final_list(dict(self.last))
+        self.file.flush()
+        return final_list(dict(self.file.last))
 
     def stream(self, echo: IO[str]) -> IO[str]:
         """``echo``, with every whole line written to it matched too."""
-        return cast("IO[str]", _Tee(echo, self)) if self.matcher.patterns else echo
+        return cast("IO[str]", _Tee(echo, self)) if self.file.patterns else echo
 
 
 class _Tee(io.TextIOBase):

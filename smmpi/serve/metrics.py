@@ -1,7 +1,7 @@
 """Training metrics in serve: :mod:`smmpi.platform.metrics` applied to each job's log lines.
 
 Each point is appended to ``STATE/metrics/JOB.jsonl`` (at most ``MAX_POINTS`` a
-job, written in batches at most a quarter of a second apart), so the series
+job, written in batches at most a second apart), so the series
 survives a restart; memory keeps only each running job's last value of each
 metric on disk, which DescribeTrainingJob shows as ``FinalMetricDataList``.
 ``STATE/metrics/JOB.json`` names the job's region and each metric's hosts,
@@ -17,7 +17,6 @@ from typing import Any
 
 from smmpi.platform.metrics import (
     MAX_POINTS,
-    Matcher,
     Series,
     SeriesFile,
     definitions,
@@ -44,14 +43,13 @@ def check(request: dict[str, Any]) -> None:
 
 
 class _Job:
-    """One running job's compiled definitions, its series' file and each metric's hosts."""
+    """One running job's series' file (its definitions applied to its lines) and region."""
 
     def __init__(
         self, request: dict[str, Any], path: Path, region: str, shown: Callable[[], None]
     ) -> None:
-        self.matcher = Matcher(definitions(request))
-        self.file, self.region = SeriesFile(path, shown), region
-        self.hosts: dict[str, list[str]] = {}  # name -> the hosts that logged it
+        self.file, self.region = SeriesFile(definitions(request), path, shown), region
+        self.index = path.with_suffix(".json")
 
 
 class JobMetrics:
@@ -78,26 +76,25 @@ class JobMetrics:
                 self.jobs[name] = job
 
     def _show(self, name: str) -> None:
-        job = self.jobs.get(name)
-        if job is not None and self.shown is not None:
-            self.shown(name, final_list(dict(job.file.written)))
-
-    def feed(self, name: str, host: str, line: str, when: float) -> None:
-        """Match one line of ``host``'s log (logged at epoch ``when``)."""
+        """A flush of ``name``'s series: its index (each metric's hosts), and its values."""
         job = self.jobs.get(name)
         if job is None:
             return
-        found = job.matcher.match(line)
-        if not found:
-            return
-        for metric, _ in found:
-            hosts = job.hosts.get(metric)
-            if hosts is None or host not in hosts:
-                with self.lock:
-                    job.hosts.setdefault(metric, []).append(host)
-                    index = {"region": job.region, "hosts": job.hosts}
-                    write_json(job.file.path.with_suffix(".json"), index)
-        job.file.add(host, found, when)
+        with job.file.lock:
+            hosts = {metric: list(found) for metric, found in job.file.hosts.items() if found}
+            last = dict(job.file.last)
+        with self.lock:
+            index = {"region": job.region, "hosts": hosts}
+            if index != self.index(name):
+                write_json(job.index, index)
+        if self.shown is not None:
+            self.shown(name, final_list(last))
+
+    def feed(self, name: str, host: str, line: str, when: float) -> None:
+        """One line of ``host``'s log (logged at epoch ``when``), matched with the next ones."""
+        job = self.jobs.get(name)
+        if job is not None:
+            job.file.add(host, line, when)
 
     def final(self, name: str) -> list[dict[str, Any]] | None:
         """``FinalMetricDataList`` (None when no metric has a value): a running job's once its
@@ -107,7 +104,7 @@ class JobMetrics:
             job = self.jobs.get(name)
         if job is not None:
             job.file.flush()
-            last = dict(job.file.written)
+            last = dict(job.file.last)
         else:
             last = last_of(self.series(name))
         return final_list(last) if last else None
