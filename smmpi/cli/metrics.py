@@ -46,11 +46,7 @@ def metrics_cmd(job: str, plot: str | None, as_json: bool, region: str | None) -
         check_plot(plot)
     series, where = local_series(job), "local job"
     if series is None:
-        from smmpi.aws.clients import clients
-        from smmpi.ops.metrics import job_series
-
-        sm, cloudwatch = clients("sagemaker", "cloudwatch", region=region)
-        series, where = job_series(sm, cloudwatch, job, region), "job"
+        series, where = remote_series(job, region), "job"
     if as_json:
         click.echo(json.dumps(_as_json(job, where, series)))
     elif series:
@@ -63,18 +59,27 @@ def metrics_cmd(job: str, plot: str | None, as_json: bool, region: str | None) -
         click.echo(f"smmpi: plot written to {plot}", err=True)
 
 
+def remote_series(job: str, region: str | None) -> Series:
+    """A submitted job's series, from CloudWatch through the configured endpoint."""
+    from smmpi.aws.clients import clients
+    from smmpi.ops.metrics import job_series
+
+    sm, cloudwatch = clients("sagemaker", "cloudwatch", region=region)
+    return job_series(sm, cloudwatch, job, region)
+
+
 def _iso(when: float) -> str:
     return datetime.fromtimestamp(when, timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _as_json(job: str, where: str, series: Series) -> dict[str, Any]:
+    return {"job": job, "local": where == "local job", "metrics": as_points(series)}
+
+
+def as_points(series: Series) -> dict[str, list[dict[str, Any]]]:
+    """Each metric's points as ``{"timestamp": ISO, "value": V}``."""
     return {
-        "job": job,
-        "local": where == "local job",
-        "metrics": {
-            m: [{"timestamp": _iso(t), "value": v} for t, v in points]
-            for m, points in series.items()
-        },
+        m: [{"timestamp": _iso(t), "value": v} for t, v in points] for m, points in series.items()
     }
 
 

@@ -99,6 +99,16 @@ def test_smmpi_metrics_reads_a_served_jobs_series_through_cloudwatch(
     assert [p["value"] for p in series["metrics"]["test:accuracy"]] == [0.75]
     start = desc["TrainingStartTime"].isoformat(timespec="seconds")[:19]
     assert all(p["timestamp"][:19] >= start for p in series["metrics"]["train:loss"])
+    status = [str(BIN / "smmpi"), "status", job_name, "--metrics"]
+    shown = subprocess.run(status, env=serve.env, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "metrics    train:loss 0.3333, test:accuracy 0.75" in lines
+    rows = lines[lines.index("") + 1 :]
+    assert rows[0].split() == ["METRIC", "TIME", "VALUE"]
+    assert {row.split()[0] for row in rows[1:]} == {"train:loss", "test:accuracy"}
+    shown = subprocess.run([*status, "--json"], env=serve.env, capture_output=True, text=True)
+    assert json.loads(shown.stdout)["metrics"]["test:accuracy"][0]["value"] == 0.75
     plot = tmp_path / "served.png"
     drawn = subprocess.run([*smmpi, "--plot", str(plot)], env=serve.env, capture_output=True)
     assert drawn.returncode == 0, drawn.stderr
