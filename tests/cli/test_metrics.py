@@ -176,3 +176,20 @@ def test_a_bad_plot_is_one_line_and_writes_nothing(tmp_path: Path, case: str, ru
     assert theirs.read_text() == "a file smmpi did not make"
     assert not (tmp_path / "jobs").exists()
     assert processes_left(str(tmp_path)) == []
+
+
+@pytest.mark.parametrize("api", ["estimator", "model-trainer"])
+def test_the_dry_run_shows_the_metric_definitions_the_sdk_sends(tmp_path: Path, api: str) -> None:
+    env = _env(tmp_path)
+    script = write(tmp_path / "train.py", PRINTS)
+    argv = ["submit", str(script), "-N", "2", "-n", "1", "--dry-run", "--json", "--api", api]
+    done = smmpi([*argv, *METRICS], env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)["request"]["AlgorithmSpecification"]["MetricDefinitions"]
+    assert shown == [
+        {"Name": "train:loss", "Regex": "train_loss=([0-9.]+)"},
+        {"Name": "test:accuracy", "Regex": "accuracy: ([0-9.]+)"},
+        {"Name": "never:seen", "Regex": "valid_loss=([0-9.]+)"},
+    ]
+    plain = smmpi(argv, env, cwd=tmp_path)  # none asked: none sent, as the SDK's default
+    assert "MetricDefinitions" not in json.loads(plain.stdout)["request"]["AlgorithmSpecification"]
