@@ -193,3 +193,14 @@ def test_the_dry_run_shows_the_metric_definitions_the_sdk_sends(tmp_path: Path, 
     ]
     plain = smmpi(argv, env, cwd=tmp_path)  # none asked: none sent, as the SDK's default
     assert "MetricDefinitions" not in json.loads(plain.stdout)["request"]["AlgorithmSpecification"]
+
+
+def test_metrics_are_refused_with_the_slurm_backend(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    argv = ["submit", "demo", "-N", "1", "-n", "2", "--backend", "slurm", "--dry-run", *METRICS]
+    done = smmpi(argv, env, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "smmpi: invalid --metric: 'train:loss=train_loss=([0-9.]+)'; allowed: not with "
+        "--backend slurm (no metrics)"
+    ]
