@@ -70,9 +70,12 @@ class SeriesFile:
         path: Path | None,
         on_flush: Callable[[], None] | None = None,
     ) -> None:
-        compiled = [(str(d["Name"]), re.compile(str(d["Regex"]))) for d in chosen]
-        self.patterns = [(name, p.search, 1 if p.groups else 0) for name, p in compiled]
-        self.heads = {name: json.dumps(name) + ": " for name, _ in compiled}
+        compiled = [(str(d["Name"]), str(d["Regex"])) for d in chosen]
+        # (one Python's re cannot take, as from a job SageMaker ran: not applied here)
+        self.skipped = [name for name, regex in compiled if regex_problem(regex) is not None]
+        patterns = [(n, re.compile(r)) for n, r in compiled if n not in self.skipped]
+        self.patterns = [(name, p.search, 1 if p.groups else 0) for name, p in patterns]
+        self.heads = {name: json.dumps(name) + ": " for name, _ in patterns}
         self.path, self.on_flush, self.points = path, on_flush, 0
         self.lock = threading.Lock()
         self.queue: collections.deque[tuple[str, str, float]] = collections.deque()

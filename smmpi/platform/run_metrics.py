@@ -76,11 +76,15 @@ def for_job(request: Any, chosen: tuple[Any, ...] | None, folder: Path) -> RunMe
 def record_final(record: dict[str, Any], metrics: RunMetrics) -> list[str]:
     """``FinalMetricDataList`` into a local job's record; the line its run ends with."""
     final = metrics.final()
+    lines = [
+        f"smmpi: metric {name!r} was not applied here: its Regex is not one Python's re takes"
+        for name in metrics.file.skipped
+    ]
     if not final:
-        return []
+        return lines
     record["FinalMetricDataList"] = final
     name = record.get("TrainingJobName")
-    return [f"smmpi: metrics {final_line(final)} (smmpi metrics {name})"]
+    return [*lines, f"smmpi: metrics {final_line(final)} (smmpi metrics {name})"]
 
 
 def local_series(name: str) -> Series | None:

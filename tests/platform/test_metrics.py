@@ -87,3 +87,19 @@ def test_without_definitions_the_output_stream_is_left_as_it_is(tmp_path: Path) 
     assert metrics.stream(echo) is echo
     assert metrics.final() == []
     assert not (tmp_path / "metrics.jsonl").exists()
+
+
+def test_a_regex_pythons_re_cannot_take_is_named_and_the_others_still_apply(
+    tmp_path: Path,
+) -> None:
+    from smmpi.platform.run_metrics import record_final
+
+    java = {"Name": "java", "Regex": r"loss=(?<v>[0-9.]+)"}  # a named group in Java's syntax
+    metrics = RunMetrics([java, DEFINITIONS[0]], tmp_path / "metrics.jsonl")
+    metrics.feed(["loss=0.5"], 1.0)
+    record: dict[str, object] = {"TrainingJobName": "from-a-job"}
+    assert record_final(record, metrics) == [
+        "smmpi: metric 'java' was not applied here: its Regex is not one Python's re takes",
+        "smmpi: metrics loss 0.5 (smmpi metrics from-a-job)",
+    ]
+    assert record["FinalMetricDataList"] == [{"MetricName": "loss", "Value": 0.5, "Timestamp": 1.0}]
