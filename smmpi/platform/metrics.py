@@ -13,6 +13,7 @@ timestamp). serve (``smmpi serve``), local jobs (``submit --local``) and
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import re
@@ -90,11 +91,17 @@ class SeriesFile:
         if self.timer is None or len(self.queue) >= MAX_QUEUED:
             with self.lock:
                 if self.timer is None:
-                    self.timer = threading.Timer(FLUSH_DELAY, self.flush)
+                    self.timer = threading.Timer(FLUSH_DELAY, self._timed)
                     self.timer.daemon = True
                     self.timer.start()
             if len(self.queue) >= MAX_QUEUED:
                 self.flush()
+
+    def _timed(self) -> None:
+        """The timer's flush: a write that fails (the job's folder gone with the job, a full
+        disk) loses those lines' points, not their last values, and no thread's traceback."""
+        with contextlib.suppress(OSError):
+            self.flush()
 
     def flush(self) -> None:
         """Match the queued lines and write their values now."""

@@ -103,3 +103,18 @@ def test_a_regex_pythons_re_cannot_take_is_named_and_the_others_still_apply(
         "smmpi: metrics loss 0.5 (smmpi metrics from-a-job)",
     ]
     assert record["FinalMetricDataList"] == [{"MetricName": "loss", "Value": 0.5, "Timestamp": 1.0}]
+
+
+def test_a_timed_write_that_fails_loses_points_not_values_nor_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raised: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", raised.append)
+    series = SeriesFile(DEFINITIONS, tmp_path / "gone" / "s.jsonl")  # (its folder went)
+    series.add("algo-1", "loss=0.5", 1.0)
+    timer = series.timer
+    assert timer is not None
+    timer.join(60)
+    assert not timer.is_alive() and not series.queue
+    assert raised == []  # no thread's traceback
+    assert series.last == {"loss": (0.5, 1.0)}

@@ -83,8 +83,9 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
         say(f"smmpi: {result.failure_line}" + (f" ({hint})" if hint else ""))
     if options.keep:
         say(f"smmpi: host trees kept under {run_dir}")
-    if metrics.final():
-        say(f"smmpi: metrics {final_line(metrics.final())}")
+    final = metrics.final()
+    if final:
+        say(f"smmpi: metrics {final_line(final)}")
     return result
 
 
