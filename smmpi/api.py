@@ -26,6 +26,7 @@ from smmpi.sdk.estimator import code_key, new_upload_id
 from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
 from smmpi.spec.limits import check_log_dir
+from smmpi.spec.metrics import check_metrics
 from smmpi.spec.pairs import Pairs
 from smmpi.toolkit.shape import Choices, Framework, shape_from_program
 
@@ -120,6 +121,7 @@ def run_entry(
     hyperparameters: Pairs = None,
     env: Pairs = None,
     mpi_options: str | None = None,
+    metrics: object = None,
     **local_options: Any,
 ) -> RunResult:
     """``smmpi run``: a packaged entry point or a script on N emulated hosts x n processes.
@@ -127,8 +129,10 @@ def run_entry(
     ``framework``, ``framework_version`` and ``py_version`` choose the estimator the
     run stands for, as ``submit`` does (its image's variables; TensorFlow's ``--model_dir``);
     ``hyperparameters``, ``env`` and ``mpi_options`` the rest of what a rank sees, as
-    MPIJob's fields of those names (``K=V`` strings or a mapping).
+    MPIJob's fields of those names (``K=V`` strings or a mapping); ``metrics`` its
+    ``metric_definitions`` (``NAME=REGEX`` strings), applied to the ranks' output.
     """
+    chosen_metrics = check_metrics(metrics)
     program = resolve(entry, source_dir)
     instance_type = DEFAULT_INSTANCE_TYPE if instance_type is None else instance_type
     chosen = Framework(framework, framework_version, py_version)
@@ -139,7 +143,9 @@ def run_entry(
     region, submit_directory = request_defaults(shape.job_name)
     shape = dataclasses.replace(shape, region=region, module_dir=submit_directory)
     local_options.setdefault("keep", False)
-    return runner("local").run_program(program, shape, options(**local_options))
+    return runner("local").run_program(
+        program, shape, options(**local_options, metrics=chosen_metrics)
+    )
 
 
 def request_defaults(job_name: str) -> tuple[str, str]:

@@ -29,3 +29,9 @@ class TimedOut(SmmpiError):
     """The run's ``--timeout`` ended before the work it bounds (exit code 124)."""
 
     exit_code = 124
+
+
+class MissingPackage(SmmpiError):
+    """An optional package a command needs is not installed (exit code 2: nothing ran)."""
+
+    exit_code = 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from smmpi.cli import infra, local_jobs, ops, slurm
 from smmpi.cli.app import main
+from smmpi.cli.metrics import metrics_cmd
 from smmpi.cli.run import run_cmd
 from smmpi.cli.serve import serve_cmd
 from smmpi.cli.submit import submit_cmd
@@ -23,6 +24,7 @@ for _command in (
     ops.stop_cmd,
     ops.logs_cmd,
     ops.fetch_cmd,
+    metrics_cmd,
     infra.infra_group,
     infra.doctor_cmd,
     local_jobs.local_jobs_group,

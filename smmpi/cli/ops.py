@@ -28,11 +28,18 @@ if TYPE_CHECKING:
 @click.argument("job")
 @region_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--metrics", "series", is_flag=True, help="Also print its metrics' series (smmpi metrics)."
+)
 @slurm_jobs.backend_options()
-def status_cmd(job: str, region: str | None, as_json: bool, **backend: str | None) -> None:
-    """Show a submitted job's state, size, times and artifacts."""
+def status_cmd(
+    job: str, region: str | None, as_json: bool, series: bool, **backend: str | None
+) -> None:
+    """Show a submitted job's state, size, times, artifacts and final metrics."""
     slurm = slurm_jobs.take(backend)
     if slurm is not None:
+        if series:
+            raise BadInput("--metrics", True, "not with --backend slurm (no MetricDefinitions)")
         return slurm_jobs.status(job, slurm, as_json)
     from smmpi.aws.clients import clients
     from smmpi.aws.facts import check_job_name
@@ -41,10 +48,18 @@ def status_cmd(job: str, region: str | None, as_json: bool, **backend: str | Non
     check_job_name(job)
     sm, s3 = clients("sagemaker", "s3", region=region)
     st = status.job_status(sm, job, region, s3)
+    shown = st.as_dict()
+    if series:
+        from smmpi.cli.metrics import as_points, remote_series, table
+
+        found = remote_series(job, region)
+        shown["metrics"] = as_points(found)
     if as_json:
-        click.echo(json.dumps(st.as_dict(), sort_keys=True))
-    else:
-        click.echo("\n".join(st.lines()))
+        click.echo(json.dumps(shown, sort_keys=True))
+        return
+    click.echo("\n".join(st.lines()))
+    if series and found:
+        click.echo("\n".join(["", *table(found)]))
 
 
 @click.command("jobs")

@@ -172,8 +172,8 @@ def pass_env_options() -> Callable[[F], F]:
 
 
 def request_choice_options() -> Callable[[F], F]:
-    """``--mpi-options``, ``--hyperparameter K=V``, ``--env K=V``: what the estimator is asked
-    for that a rank sees (``submit``, and ``run``, which stands for a request)."""
+    """``--mpi-options``, ``--hyperparameter K=V``, ``--env K=V``, ``--metric NAME=REGEX``: what
+    the estimator is asked for (``submit``, and ``run``, which stands for a request)."""
     return _group(
         click.option(
             "--mpi-options",
@@ -193,5 +193,13 @@ def request_choice_options() -> Callable[[F], F]:
             multiple=True,
             metavar="K=V",
             help="Container environment variable (repeatable).",
+        ),
+        click.option(
+            "--metric",
+            "metrics",
+            multiple=True,
+            metavar="NAME=REGEX",
+            help="Training metric: REGEX's first group in the ranks' output, as SageMaker's "
+            "MetricDefinitions (repeatable; `smmpi metrics JOB` shows the series).",
         ),
     )

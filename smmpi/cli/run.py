@@ -108,6 +108,7 @@ def run_cmd(entry: str | None, args: tuple[str, ...], **options: Any) -> None:
         hyperparameters=list(o.hyperparameters),
         env=list(o.env),
         mpi_options=o.mpi_options,
+        metrics=list(o.metrics),
         **passed,
     )
     sys.exit(result.exit_code)
@@ -135,6 +136,7 @@ class RunFlags:
     mpi_options: str | None
     hyperparameters: tuple[str, ...]
     env: tuple[str, ...]
+    metrics: tuple[str, ...]
     pass_env: tuple[str, ...]
     with_credentials: bool
 
@@ -148,6 +150,7 @@ class RunFlags:
             "--mpi-options": self.mpi_options,
             "--hyperparameter": " ".join(self.hyperparameters) or None,
             "--env": " ".join(self.env) or None,
+            "--metric": " ".join(self.metrics) or None,
         }
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from smmpi.spec import MPIJob
 
 #: CLI flag -> MPIJob field, where they differ.
-_FIELD_OF = {"spot": "use_spot"}
+_FIELD_OF = {"spot": "use_spot", "metrics": "metric_definitions"}
 #: Flags left to MPIJob's default when not given.
 _DEFAULTED = ("instance_type", "max_run", "api")
 
@@ -183,6 +183,8 @@ def submit_cmd(
     slurm = slurm_jobs.take(fields)
     if slurm is not None and local:
         raise BadInput("--local", True, "not with --backend slurm (try `smmpi slurm up`)")
+    if slurm is not None and fields.get("metrics"):
+        raise BadInput("--metric", fields["metrics"][0], "not with --backend slurm (no metrics)")
     job = _job(entry, fields)
     if slurm is not None:
         slurm_jobs.submit(job, slurm, dry_run=dry_run, wait=wait, as_json=as_json)

@@ -55,6 +55,9 @@ class RunOptions:
     isolation: str | None = None  # auto | hosts | processes; None: $SMMPI_ISOLATION, else auto
     exact: bool = False  # sshd on every isolated instance, mpirun through ssh (local/exact.py)
     as_sagemaker: bool = False  # an SDK driver's per-node -np starts the ranks SageMaker would
+    # MetricDefinitions applied to the ranks' output; None: the request's own (serve's worker
+    # passes none: serve applies them to the job's log itself)
+    metrics: tuple[dict[str, str], ...] | None = None
 
     def __post_init__(self) -> None:
         check_timeout(self.timeout)  # the one check of a run's timeout, whoever runs it

@@ -142,6 +142,7 @@ def _estimator(job: MPIJob, session: Any, settings: Settings, code_uri: str) -> 
         distribution=job.distribution,
         hyperparameters=job.hyperparameter_map or None,
         environment=job.env_map or None,
+        metric_definitions=list(job.metric_definitions or ()) or None,
         max_run=job.max_run,
         volume_size=job.volume_size,
         tags=tags,

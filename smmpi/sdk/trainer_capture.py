@@ -131,7 +131,12 @@ def trainer(spec: dict[str, Any], sdk: types.SimpleNamespace, session: Any) -> A
     )
     if any(networking.values()):  # each only when set (v2 needs a VPC: see model_trainer)
         kwargs["networking"] = c.Networking(**{k: v for k, v in networking.items() if v})
-    return sdk.ModelTrainer(**kwargs)
+    made = sdk.ModelTrainer(**kwargs)
+    chosen = [
+        c.MetricDefinition(name=d["Name"], regex=d["Regex"])
+        for d in spec.get("metric_definitions") or []
+    ]
+    return made.with_metric_definitions(chosen) if chosen else made
 
 
 @contextlib.contextmanager

@@ -59,7 +59,9 @@ class JobRunner:
         self.isolation, self.exact = isolation, exact
         self.work_root = subfolder(root, "work")
         self.runs = subfolder(root, "runs")
-        self.metrics = JobMetrics(root)
+        self.metrics = JobMetrics(
+            root, lambda name, final: store.show(name, FinalMetricDataList=final)
+        )
         self.slots = threading.Semaphore(parallel)
         self.running: dict[str, Running] = {}
         self.lock = threading.Lock()
@@ -205,8 +207,7 @@ class JobRunner:
 
         def to_log(line: str) -> None:
             self.logs.append(name, region, first, streams[first], [line])
-            if self.metrics.feed(name, first, [line], time.time()):
-                self.store.show(name, FinalMetricDataList=self.metrics.final(name))
+            self.metrics.feed(name, first, line, time.time())
 
         def to_events(line: str) -> None:
             self.event(f"{name}: {line}")

@@ -62,6 +62,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         isolation=spec.get("isolation"),
         exact=bool(spec.get("exact")),
         keep=True,
+        metrics=(),  # serve applies the job's MetricDefinitions to its log itself
     )
     try:
         if is_trainer_request(spec["request"]):  # ModelTrainer's: the container's own start

@@ -44,6 +44,7 @@ from smmpi.spec.checks import (
 )
 from smmpi.spec.instance_type import DEFAULT_INSTANCE_TYPE, check_instance_type, cores_note
 from smmpi.spec.limits import check_limits, check_types, run_seconds
+from smmpi.spec.metrics import check_metrics
 from smmpi.spec.pairs import check_env, check_hyperparameters, check_tags
 from smmpi.spec.shell import check_shell_words
 from smmpi.spec.spot import check_spot
@@ -102,6 +103,7 @@ class MPIJob:
     inputs: Mapping[str, str] | Sequence[str] | None = None
     api: str = "estimator"
     as_sagemaker: bool = False  # model-trainer: the SDK driver's per-node -np, unchanged
+    metric_definitions: Mapping[str, str] | Sequence[Any] | None = None
     program: Program = field(init=False, repr=False, compare=False)
     notes: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
 
@@ -119,6 +121,7 @@ class MPIJob:
         check_pattern("region", self.region, REGION_RE, REGION_RULE)
         set_("mpi_options", " ".join(parse_mpi_options(self.mpi_options)))
         self._check_maps()
+        set_("metric_definitions", check_metrics(self.metric_definitions))
         check_limits(
             str(self.framework), self.hyperparameter_map, self.input_map, self.tag_map, self.env_map
         )

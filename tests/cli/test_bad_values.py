@@ -59,7 +59,21 @@ CASES: list[tuple[str, str, list[str], str, str, tuple[str, ...]]] = [
         for value in ("0", "1e30", "2419201", "9" * 400, "")
     ),
     ("max-wait", "demo", ["--spot", "--max-wait", "2419201"], "max_wait", "2419200", SUBMITS),
-]
+    # --metric NAME=REGEX: SageMaker's MetricDefinitions limits (botocore's model), Python's re
+    ("metric-no-equals", "demo", ["--metric", "loss"], "metric", "NAME=REGEX", ALL),
+    ("metric-no-name", "demo", ["--metric", "=loss=([0-9.]+)"], "metric", "NAME=REGEX", ALL),
+    ("metric-bad-regex", "demo", ["--metric", "loss=loss=([0-9.]+"], "metric loss",
+     "a regular expression (Python's re: missing ), unterminated subpattern", ALL),
+    ("metric-no-regex", "demo", ["--metric", "loss="], "metric loss", "1-500 characters", ALL),
+    ("metric-long-regex", "demo", ["--metric", "loss=" + "x" * 501], "metric loss",
+     "a regex of 1-500 characters", ALL),
+    ("metric-long-name", "demo", ["--metric", "n" * 256 + "=x"], "metric",
+     "a name of 1-255 characters", ALL),
+    ("metric-41", "demo", [a for i in range(41) for a in ("--metric", f"m{i}=m{i}=(.+)")],
+     "metric", "'41 definitions'; allowed: at most 40", ALL),
+    ("metric-twice", "demo", ["--metric", "a=x=(.+)", "--metric", "a=y=(.+)"], "metric",
+     "each metric name once", ALL),
+]  # fmt: skip
 
 
 def _argv(mode: str, entry: str, flags: list[str], script: Path) -> list[str]:

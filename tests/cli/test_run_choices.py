@@ -81,6 +81,7 @@ def test_arguments_after_the_dash_dash_follow_the_hyperparameters(tmp_path: Path
         (["--from-job", "j", "--env", "A=1"], "--env"),
         (["--from-job", "j", "--hyperparameter", "a=1"], "--hyperparameter"),
         (["--from-job", "j", "--mpi-options", "-x A=1"], "--mpi-options"),
+        (["--from-job", "j", "--metric", "loss=loss=(.+)"], "--metric"),
     ],
 )
 def test_a_bad_choice_is_one_line_exit_2(tmp_path: Path, flags: list[str], field: str) -> None:

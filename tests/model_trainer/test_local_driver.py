@@ -187,3 +187,29 @@ def test_a_file_channel_reaches_every_instance(tmp_path: Path) -> None:
     train = next(c for c in described["InputDataConfig"] if c["ChannelName"] == "train")
     assert train["DataSource"]["S3DataSource"]["S3Uri"] == uri
     assert processes_left(str(tmp_path)) == []
+
+
+def test_a_model_trainer_jobs_metrics_are_applied_to_its_ranks_output(tmp_path: Path) -> None:
+    program = write(tmp_path / "loss.py", (
+        "from mpi4py import MPI\n"
+        "for loss in (0.5, 0.125):\n"
+        "    if MPI.COMM_WORLD.rank == 1:\n"
+        "        print(f'loss={loss}', flush=True)\n"
+        "    MPI.COMM_WORLD.Barrier()\n"
+    ))  # fmt: skip
+    env = {**env_for(tmp_path), "SMMPI_LOCAL_JOBS": str(tmp_path / "jobs")}
+    more = ("--base-job-name", "mt-metrics", "--metric", "loss=loss=([0-9.]+)")
+    code, _, err = local_run(tmp_path, program, 2, 1, *more, env=env)
+    assert code == 0, err
+    (folder,) = (tmp_path / "jobs").iterdir()
+    assert (
+        err.strip().splitlines()[-1] == f"smmpi: metrics loss 0.125 (smmpi metrics {folder.name})"
+    )
+    record = json.loads((folder / "describe.json").read_text())
+    assert record["AlgorithmSpecification"]["MetricDefinitions"] == [
+        {"Name": "loss", "Regex": "loss=([0-9.]+)"}
+    ]
+    assert [(m["MetricName"], m["Value"]) for m in record["FinalMetricDataList"]] == [
+        ("loss", 0.125)
+    ]
+    assert processes_left(str(tmp_path)) == []

@@ -83,6 +83,45 @@ def test_final_metric_data_list_is_each_metrics_last_value(
     assert metrics == {"train:loss": 0.3333, "test:accuracy": 0.75}
 
 
+def test_smmpi_metrics_reads_a_served_jobs_series_through_cloudwatch(
+    serve: ServeProcess, bucket: str, job_name: str, tmp_path: Path
+) -> None:
+    desc = _run(serve, bucket, job_name)
+    assert desc["TrainingJobStatus"] == "Completed", desc.get("FailureReason")
+    smmpi = [str(BIN / "smmpi"), "metrics", job_name]
+    shown = subprocess.run([*smmpi, "--json"], env=serve.env, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    series = json.loads(shown.stdout)
+    assert series["job"] == job_name and series["local"] is False
+    assert sorted(series["metrics"]) == ["test:accuracy", "train:loss"]  # never:seen: none
+    losses = [p["value"] for p in series["metrics"]["train:loss"]]
+    assert losses and all(0.25 <= v <= 0.5 for v in losses)  # each second's average
+    assert [p["value"] for p in series["metrics"]["test:accuracy"]] == [0.75]
+    start = desc["TrainingStartTime"].isoformat(timespec="seconds")[:19]
+    assert all(p["timestamp"][:19] >= start for p in series["metrics"]["train:loss"])
+    status = [str(BIN / "smmpi"), "status", job_name, "--metrics"]
+    shown = subprocess.run(status, env=serve.env, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "metrics    train:loss 0.3333, test:accuracy 0.75" in lines
+    rows = lines[lines.index("") + 1 :]
+    assert rows[0].split() == ["METRIC", "TIME", "VALUE"]
+    assert {row.split()[0] for row in rows[1:]} == {"train:loss", "test:accuracy"}
+    shown = subprocess.run([*status, "--json"], env=serve.env, capture_output=True, text=True)
+    assert json.loads(shown.stdout)["metrics"]["test:accuracy"][0]["value"] == 0.75
+    plot = tmp_path / "served.png"
+    drawn = subprocess.run([*smmpi, "--plot", str(plot)], env=serve.env, capture_output=True)
+    assert drawn.returncode == 0, drawn.stderr
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    unknown = subprocess.run(
+        [str(BIN / "smmpi"), "metrics", f"{job_name}-none"], env=serve.env, capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert len(unknown.stderr.strip().splitlines()) == 1
+    assert f"{job_name}-none" in unknown.stderr
+
+
 @pytest.mark.parametrize(
     ("definitions", "words"),
     [

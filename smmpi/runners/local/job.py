@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -45,6 +46,7 @@ from smmpi.platform.container_files import (
 )
 from smmpi.platform.inputs import check_channels, copy_channel
 from smmpi.platform.layout import prepare_hosts
+from smmpi.platform.run_metrics import for_job, record_final
 from smmpi.runners.base import Progress, RunOptions
 from smmpi.runners.local import exact, isolation, modes
 from smmpi.runners.local.bounds import check_bounds
@@ -163,14 +165,15 @@ def run_request(
         write_record(folder, record)
         _say_start(name, shape, mode, why_not_hosts, options.exact, say)
         log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
+        metrics = for_job(request, options.metrics, folder)
         with isolation.watching_opt_ml(mode, say):
             result = execute(
                 shape,
                 run_dir,
                 timeout=options.timeout,
                 log_dir=log_dir,
-                out=options.out,
-                err=options.err,
+                out=metrics.stream(options.out or sys.stdout),
+                err=metrics.stream(options.err or sys.stderr),
                 extra_paths=extra_paths,
                 extra_env=dict(options.env),
                 progress=say,
@@ -181,13 +184,14 @@ def run_request(
     except BaseException:  # (an interrupt while the ranks run ends in a result, not here)
         remove_folder(folder)  # the job never started: leave nothing stuck InProgress
         raise
+    metric_lines = record_final(record, metrics)
     with held():  # how the job ended is recorded whole; an interrupt waits for the end
         _conclude(record, folder, shape, result, start, request)
         tighten(folder)  # its archives and logs: 0600, as every file smmpi keeps
         if not options.keep:
             shutil.rmtree(run_dir, ignore_errors=True)
     job = LocalJob(name, folder, record, result)
-    for line in _ending_lines(job, result.seconds):
+    for line in _ending_lines(job, result.seconds) + metric_lines:
         say(line)
     for old in prune(configured_keep(), spare=name):
         say(f"smmpi: removed old local job {old} (keeping the newest {configured_keep()})")

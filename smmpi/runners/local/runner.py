@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from smmpi.catalog import Program, missing_module_hint
 from smmpi.instances.machine import start_notes
 from smmpi.ops.signals import STOPS
 from smmpi.platform.layout import prepare_hosts
+from smmpi.platform.run_metrics import RunMetrics, final_line
 from smmpi.runners.base import RequestRunner as Runner
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import exact, isolation, modes
@@ -59,13 +61,14 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
     check_room(Path(tempfile.gettempdir()), shape, mode, code_bytes)
     if options.exact:
         exact.prepare(shape.image, say)  # the toolkit's environment, built once
+    metrics = RunMetrics(options.metrics or (), None)
     with sigterm_interrupts():
         # Ctrl-C or SIGTERM waits until the run dir is one that the finally removes
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
         run_dir = Path(tempfile.mkdtemp(prefix="smmpi-run-"))
         try:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            result = _run_in(program, shape, run_dir, options, mode, why_not_hosts)
+            result = _run_in(program, shape, run_dir, options, mode, why_not_hosts, metrics)
         except KeyboardInterrupt:  # before the ranks started, or between two of its steps
             result = _interrupted(shape, run_dir)
         finally:
@@ -81,6 +84,9 @@ def run_program(program: Program, shape: JobShape, options: RunOptions) -> RunRe
         say(f"smmpi: {result.failure_line}" + (f" ({hint})" if hint else ""))
     if options.keep:
         say(f"smmpi: host trees kept under {run_dir}")
+    final = metrics.final()
+    if final:
+        say(f"smmpi: metrics {final_line(final)}")
     return result
 
 
@@ -91,6 +97,7 @@ def _run_in(
     options: RunOptions,
     mode: str,
     why_not_hosts: str | None,
+    metrics: RunMetrics,
 ) -> RunResult:
     try:
         _lay_out(program, shape, run_dir, options.exact)
@@ -113,8 +120,8 @@ def _run_in(
             run_dir,
             timeout=options.timeout,
             log_dir=Path(options.log_dir) if options.log_dir else None,
-            out=options.out,
-            err=options.err,
+            out=metrics.stream(options.out or sys.stdout),
+            err=metrics.stream(options.err or sys.stderr),
             extra_env=dict(options.env),
             progress=say,
             stdin_closed=False,

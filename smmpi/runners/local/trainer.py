@@ -22,6 +22,7 @@ import functools
 import json
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -47,6 +48,7 @@ from smmpi.platform.container_files import (
 )
 from smmpi.platform.inputs import check_channels, copy_channel
 from smmpi.platform.layout import prepare_hosts
+from smmpi.platform.run_metrics import RunMetrics, for_job, record_final
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import exact
 from smmpi.runners.local.bounds import check_world
@@ -231,7 +233,12 @@ def _prepare(
 
 
 def _execute(
-    request: Request, options: RunOptions, shape: JobShape, folder: Path, venv_dir: Path
+    request: Request,
+    options: RunOptions,
+    shape: JobShape,
+    folder: Path,
+    venv_dir: Path,
+    metrics: RunMetrics,
 ) -> RunResult:
     """The instances started with the request's own entrypoint, supervised to their end."""
     say = options.progress
@@ -247,8 +254,8 @@ def _execute(
         folder / "hosts",
         timeout=options.timeout,
         log_dir=Path(options.log_dir) if options.log_dir else folder / "logs",
-        out=options.out,
-        err=options.err,
+        out=metrics.stream(options.out or sys.stdout),
+        err=metrics.stream(options.err or sys.stderr),
         extra_env=dict(options.env),
         progress=say,
         mode="hosts",
@@ -278,7 +285,8 @@ def run_trainer_request(
     start = time.monotonic()
     try:
         record = _prepare(request, channels, options, shape, folder, on_start)
-        result = _execute(request, options, shape, folder, venv_dir)
+        metrics = for_job(request, options.metrics, folder)
+        result = _execute(request, options, shape, folder, venv_dir, metrics)
     except BaseException:  # (an interrupt while the ranks run ends in a result, not here)
         remove_folder(folder)  # the job never started: leave nothing stuck InProgress
         raise
@@ -291,13 +299,14 @@ def run_trainer_request(
         record[LOCAL_WORLD] = short
     record["TrainingTimeInSeconds"] = round(time.monotonic() - start, 3)
     record["BillableTimeInSeconds"] = 0
+    metric_lines = record_final(record, metrics)
     with held():  # how the job ended is recorded whole; an interrupt waits for the end
         text = _conclude(record, folder, shape, result, request)
         tighten(folder)  # its archives and logs: 0600, as every file smmpi keeps
         if not options.keep:
             shutil.rmtree(run_dir, ignore_errors=True)
     job = LocalJob(name, folder, record, result)
-    for line in _ending(job, text):
+    for line in _ending(job, text) + metric_lines:
         say(line)
     for old in prune(configured_keep(), spare=name):
         say(f"smmpi: removed old local job {old} (keeping the newest {configured_keep()})")
