@@ -11,7 +11,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from smmpi import config
 from smmpi.aws.clients import resolve_region
@@ -21,16 +21,16 @@ from smmpi.errors import BadInput
 from smmpi.ops.settings import check_settings
 from smmpi.platform.layout import passed_variables
 from smmpi.runners.base import Progress, RunOptions, writer
-from smmpi.runners.local.runner import run_program
 from smmpi.sdk.estimator import code_key, new_upload_id
 from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
 from smmpi.spec.checks import Pairs
 from smmpi.spec.limits import check_log_dir
-from smmpi.toolkit.shape import Choices, Framework, shape_from_program
+from smmpi.toolkit.offline import Choices, Framework, request_from_program, run_job_name
 
 # Each entry imports what only it uses, when called: `smmpi run` starts no SDK or submit code.
 if TYPE_CHECKING:
+    from smmpi.aws.types import Request
     from smmpi.runners.local.records import LocalJob
     from smmpi.runners.local.supervise import RunResult
     from smmpi.runners.plan import Plan
@@ -114,7 +114,7 @@ def run_from_job(name: str, *, region: str | None = None, **local_options: Any) 
     Its description and code come through clients that honour ``AWS_ENDPOINT_URL``.
     """
     from smmpi.platform.inputs import fetch_source
-    from smmpi.runners.local.job import run_request
+    from smmpi.runners.local.job import run as run_local
     from smmpi.runners.local.records import interruptible
     from smmpi.runners.local.remote import describe_remote, request_from_description
 
@@ -124,7 +124,7 @@ def run_from_job(name: str, *, region: str | None = None, **local_options: Any) 
         request = request_from_description(description)
         source = fetch_source(request, s3)
         stops.name = request.get("TrainingJobName") or None
-        return run_request(request, source, options(region=region, **local_options))
+        return run_local(request, source, options(region=region, **local_options))
 
 
 def run_entry(
@@ -150,17 +150,28 @@ def run_entry(
     ``hyperparameters``, ``env`` and ``mpi_options`` the rest of what a rank sees, as
     MPIJob's fields of those names (``K=V`` strings or a mapping).
     """
+    from smmpi.archives import pack
+    from smmpi.catalog import missing_module_hint
+    from smmpi.runners.local.job import run as run_local
+    from smmpi.runners.local.throwaway import ending_lines
+
     program = resolve(entry, source_dir)
     instance_type = DEFAULT_INSTANCE_TYPE if instance_type is None else instance_type
     chosen = Framework(framework, framework_version, py_version)
     choices = Choices(hyperparameters, env, mpi_options)
-    shape = shape_from_program(
-        program, instances, ppn, args, instance_type, framework=chosen, choices=choices
+    region, submit_directory = request_defaults(run_job_name(program))
+    request = request_from_program(
+        program, instances, ppn, instance_type, region, submit_directory, chosen, choices
     )
-    region, submit_directory = request_defaults(shape.job_name)
-    shape = dataclasses.replace(shape, region=region, module_dir=submit_directory)
     local_options.setdefault("keep", False)
-    return run_program(program, shape, options(**local_options))
+    chosen_options = options(**local_options, throwaway=True, args=tuple(args))
+    source = pack(program.files(), "source_dir" if program.whole_dir else "ENTRY")
+    job = run_local(cast("Request", request), source, chosen_options)
+    hint = missing_module_hint(program, job.result.failure_line or "")
+    count = int(request["ResourceConfig"]["InstanceCount"])
+    for line in ending_lines(job, count, hint, chosen_options.keep):
+        chosen_options.progress(line)
+    return job.result
 
 
 def request_defaults(job_name: str) -> tuple[str, str]:

@@ -51,6 +51,9 @@ class RunOptions:
     env: Mapping[str, str] = field(default_factory=dict)  # this shell's variables for the ranks
     isolation: str | None = None  # auto | hosts | processes; None: $SMMPI_ISOLATION, else auto
     exact: bool = False  # sshd on every isolated instance, mpirun through ssh (local/exact.py)
+    # smmpi run: a throwaway run folder (kept only with ``keep``), not a kept local job
+    throwaway: bool = False
+    args: tuple[str, ...] = ()  # the program's arguments after the hyperparameters' (smmpi run)
 
     def __post_init__(self) -> None:
         check_timeout(self.timeout)  # the one check of a run's timeout, whoever runs it

@@ -49,8 +49,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     from smmpi.api import options
     from smmpi.errors import SmmpiError
     from smmpi.runners.base import writer
-    from smmpi.runners.local.job import run_request
-    from smmpi.runners.local.trainer import is_trainer_request, run_trainer_request
+    from smmpi.runners.local.job import run as run_local
 
     source = Path(spec["source"]).read_bytes()
     chosen = options(
@@ -62,10 +61,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         keep=True,
     )
     try:
-        if is_trainer_request(spec["request"]):  # ModelTrainer's: the container's own start
-            job = run_trainer_request(spec["request"], {}, chosen, on_start=_restore(spec))
-        else:
-            job = run_request(spec["request"], source, chosen, on_start=_restore(spec))
+        job = run_local(spec["request"], source, chosen, on_start=_restore(spec))
     except KeyboardInterrupt:
         return {"status": "Stopped", "exit_code": 130, "line": "stopped before the ranks started"}
     except SmmpiError as err:

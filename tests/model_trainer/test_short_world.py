@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from smmpi.api import options
-from smmpi.runners.local.trainer import run_trainer_request
+from smmpi.runners.local.job import run as run_local
 from smmpi.sdk.model_trainer import capture_offline
 from smmpi.spec import MPIJob
 from tests.helpers import processes_left, write
@@ -33,7 +33,7 @@ def test_the_sdks_own_np_ends_with_one_line_and_exit_1(tmp_path: Path, in_proces
     out, lines = io.StringIO(), list[str]()
     run = options(out=out, err=out, progress=lines.append)
     request = cast("Request", captured.request)
-    job_run = run_trainer_request(request, captured.channels, run)
+    job_run = run_local(request, b"", run, channels=captured.channels)
     assert job_run.exit_code == 1
     assert sorted(ln for ln in out.getvalue().splitlines() if ">:rank " in ln) == [
         "[1,0]<stdout>:rank 0 of 2 on algo-1",

@@ -264,14 +264,14 @@ def _execute(
     )
 
 
-def run_trainer_request(
+def run_trainer(
     request: Request,
-    channels: Mapping[str, Path] | None = None,
-    options: RunOptions | None = None,
+    channels: Mapping[str, Path] | None,
+    options: RunOptions,
     on_start: Callable[[dict[str, Any]], None] | None = None,
 ) -> LocalJob:
     """Run ModelTrainer's ``request`` here; ``channels``: folders for channels not read here."""
-    options, channels = options or RunOptions(), dict(channels or {})
+    channels = dict(channels or {})
     say = options.progress
     drivers = _channel_source(request, DRIVERS, channels)
     shape = trainer_shape(request, drivers)
