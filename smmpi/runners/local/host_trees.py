@@ -20,6 +20,7 @@ from smmpi.platform.inputs import copy_channel
 from smmpi.platform.layout import prepare_hosts
 from smmpi.runners.base import Progress, RunOptions
 from smmpi.runners.local import exact, isolation
+from smmpi.runners.local.containers import Container
 from smmpi.runners.local.preflight import Checked
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.shape import JobShape
@@ -53,25 +54,27 @@ def lay_out(
     options: RunOptions,
     shape: JobShape,
     run_dir: Path,
+    container: Container,
     checkpoints: Path | None = None,
 ) -> None:
     """Every host's tree of the job in ``run_dir``, all the hosts at once."""
     hps_json = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
     unpacked: bytes | None = source
-    if options.exact and exact.uses_toolkit(shape.image):  # the toolkit fetches the code
+    if container.stages_code(shape):  # the toolkit fetches the code
         hps_json, unpacked = exact.stage_code(run_dir, source, hps_json), None
     each = _each_host(request, unpacked, options.region, checkpoints)
     prepare_hosts(shape, run_dir, each, hps_json)
 
 
 def say_start(
-    first: str, shape: JobShape, checked: Checked, exact_mode: bool, say: Progress
+    first: str, shape: JobShape, checked: Checked, container: Container, say: Progress
 ) -> None:
     """The run's first line, then what differs from SageMaker and what this machine lacks."""
     say(first)
     if checked.mode == "processes":
         say(isolation.differs(checked.why_not_hosts))
-    if exact_mode:
-        say(exact.first_line(shape.image))
+    second = container.first_line(shape)
+    if second:
+        say(second)
     for line in start_notes(shape, os.environ):
         say(line)

@@ -95,6 +95,31 @@ def source() -> str:
         return f.read()
 
 
+#: The rank watcher (``watch.py``) and the host file it reads, for ranks of a container's own
+#: mpirun line; and the mark of a rank already under its watcher.
+WATCH, HOST_FILE, WATCHED = "SMMPI_WATCH", "SMMPI_RANK_HOST_FILE", "SMMPI_RANK_WATCHED"
+
+
+def watch_rank() -> None:
+    """In a rank that the container's own mpirun line started (the real toolkit's
+    ``python -m mpi4py``), start again under smmpi's rank watcher, which records how the rank
+    ends, as smmpi's own line does; in any other process (or a rank already watched) do nothing."""
+    watch, host_file = os.environ.get(WATCH), os.environ.get(HOST_FILE)
+    if not (watch and host_file) or os.environ.get(WATCHED) or not sys.orig_argv:
+        return
+    os.environ[WATCHED] = "1"  # (the rank, and the Pythons it starts, are then left alone)
+    python = sys.executable
+    argv = [python, "-I", "-S", watch, "rank", host_file, "--", python, *sys.orig_argv[1:]]
+    os.execv(python, argv)
+
+
+def rank_startup() -> str:
+    """The ``.pth`` statement of the toolkit's venv: in an MPI rank only, :func:`watch_rank`
+    (every other process of that venv pays one lookup)."""
+    ranks = "'OMPI_COMM_WORLD_RANK' in __import__('os').environ"
+    return f"{ranks} and __import__({MODULE!r}).watch_rank()"
+
+
 def driver_startup() -> str:
     """The ``.pth`` statement of the driver's venv: in ``environment.py`` only, the stand-in
     (every other process of that venv, the ranks among them, pays one comparison)."""

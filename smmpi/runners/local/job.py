@@ -36,6 +36,7 @@ from smmpi.ops.signals import held
 from smmpi.platform.container_files import seed_checkpoints, write_status_files
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import isolation
+from smmpi.runners.local.containers import Container, choose
 from smmpi.runners.local.host_trees import lay_out, say_start
 from smmpi.runners.local.preflight import Checked, check
 from smmpi.runners.local.records import (
@@ -122,10 +123,11 @@ def run(
     if is_trainer_request(request):
         return run_trainer(request, channels, options, on_start)
     shape = shape_from_request(request, options.args)
-    checked = check(request, source, options, shape)
+    container = choose(options, shape.image)  # (a bad SMMPI_TOOLKIT_VENV: one line, exit 2)
+    checked = check(request, source, options, shape, container)
     if options.throwaway:
-        return run_throwaway(request, source, options, shape, checked)
-    return _run_kept(request, source, options, shape, checked, on_start)
+        return run_throwaway(request, source, options, shape, checked, container)
+    return _run_kept(request, source, options, shape, (checked, container), on_start)
 
 
 def _run_kept(
@@ -133,15 +135,15 @@ def _run_kept(
     source: bytes,
     options: RunOptions,
     shape: JobShape,
-    checked: Checked,
+    chosen: tuple[Checked, Container],
     on_start: Callable[[dict[str, Any]], None] | None,
 ) -> LocalJob:
-    say, name = options.progress, shape.job_name
+    (checked, container), say, name = chosen, options.progress, shape.job_name
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
     start = time.monotonic()
     try:
-        record = _prepare(request, source, options, shape, folder, on_start)
+        record = _prepare(request, source, options, shape, folder, container, on_start)
         extra_paths, shape = install_code(
             checked.wanted, shape, folder, checked.mode, options, start
         )
@@ -151,12 +153,13 @@ def _run_kept(
             f"process(es) = {shape.world_size} ranks ({shape.instance_type}, "
             f"{isolation.label(checked.mode)})"
         )
-        say_start(first, shape, checked, options.exact, say)
+        say_start(first, shape, checked, container, say)
         log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
         with isolation.watching_opt_ml(checked.mode, say):
             result = execute(
                 shape,
                 run_dir,
+                checked.launcher,
                 timeout=options.timeout,
                 log_dir=log_dir,
                 out=options.out,
@@ -165,7 +168,7 @@ def _run_kept(
                 extra_env=dict(options.env),
                 progress=say,
                 mode=checked.mode,
-                exact=options.exact,
+                container=container,
                 spent=time.monotonic() - start if extra_paths else 0.0,
             )
     except BaseException:  # (an interrupt while the ranks run ends in a result, not here)
@@ -190,6 +193,7 @@ def _prepare(
     options: RunOptions,
     shape: JobShape,
     folder: Path,
+    container: Container,
     on_start: Callable[[dict[str, Any]], None] | None,
 ) -> dict[str, Any]:
     """The host trees, code and channels: everything before the installs and mpirun."""
@@ -200,6 +204,6 @@ def _prepare(
     if on_start:
         on_start(record)
     checkpoints = seed_checkpoints(request, folder)
-    lay_out(request, source, options, shape, run_dir, checkpoints)
+    lay_out(request, source, options, shape, run_dir, container, checkpoints)
     record.update(SecondaryStatus="Training", TrainingStartTime=now())
     return record

@@ -23,8 +23,9 @@ from smmpi.platform.inputs import check_channels
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import exact, modes
 from smmpi.runners.local.bounds import check_bounds
+from smmpi.runners.local.containers import Container
 from smmpi.runners.local.entry import check_request_entry
-from smmpi.runners.local.mpi import preflight
+from smmpi.runners.local.mpi import Launcher, preflight
 from smmpi.runners.local.req_files import requirement_lines
 from smmpi.spec.shell import check_shell_words
 from smmpi.supervision.room import check_room
@@ -46,6 +47,7 @@ class Checked:
     mode: str  # "hosts" | "processes"
     why_not_hosts: str | None
     wanted: list[str] | None  # requirements.txt's lines (None: none, or the toolkit reads it)
+    launcher: Launcher  # this machine's mpirun, found once
 
 
 def _unpacked_bytes(source: bytes) -> int:
@@ -56,7 +58,9 @@ def _unpacked_bytes(source: bytes) -> int:
         return 0  # the code's own check (extract) says what is wrong with it
 
 
-def check(request: Request, source: bytes, options: RunOptions, shape: JobShape) -> Checked:
+def check(
+    request: Request, source: bytes, options: RunOptions, shape: JobShape, container: Container
+) -> Checked:
     """Every check of ``request`` (a job of ``shape``) and of this machine; BadInput (exit 2)
     names the first that fails, before anything is created."""
     if not options.throwaway:  # (a throwaway run makes no folder named for its job)
@@ -64,14 +68,14 @@ def check(request: Request, source: bytes, options: RunOptions, shape: JobShape)
     mode, why_not_hosts = modes.choose(options.isolation, shape.instances)
     if options.exact:
         exact.check(options.isolation, shape.instances, shape.image)
-    toolkit = options.exact and exact.uses_toolkit(shape.image)  # it installs the code itself
+    toolkit = container.stages_code(shape)  # the real toolkit installs the code itself
     if not toolkit:  # else the toolkit decides, and its shell fails as on SageMaker
         check_request_entry(shape.script, source)
         hps = {k: str(v) for k, v in user_hyperparameters(request).items()}
         check_shell_words(framework_of(shape.image), hps)  # (a request from serve or boto3)
     install = options.install_requirements or toolkit
     wanted = None if options.throwaway else requirement_lines(source, install)
-    preflight()  # a missing MPI is bad input: fail before the job's folder exists
+    launcher = preflight()  # a missing MPI is bad input: fail before the job's folder exists
     check_channels(request)  # (a FIFO, a device, /proc/self/environ...)
     tmp = Path(tempfile.gettempdir())
     folder = tmp / THROWAWAY if options.throwaway else jobs_root() / shape.job_name / "hosts"
@@ -80,4 +84,4 @@ def check(request: Request, source: bytes, options: RunOptions, shape: JobShape)
         check_room(tmp, shape, mode, _unpacked_bytes(source))
     if options.exact:
         exact.prepare(shape.image, options.progress)  # the toolkit's environment, built once
-    return Checked(mode, why_not_hosts, None if toolkit else wanted)
+    return Checked(mode, why_not_hosts, None if toolkit else wanted, launcher)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from smmpi.ops.signals import STOPS
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import isolation
+from smmpi.runners.local.containers import Container
 from smmpi.runners.local.host_trees import lay_out, say_start
 from smmpi.runners.local.preflight import Checked
 from smmpi.runners.local.records import STATUS_OF, LocalJob
@@ -33,7 +34,12 @@ if TYPE_CHECKING:
 
 
 def run_throwaway(
-    request: Request, source: bytes, options: RunOptions, shape: JobShape, checked: Checked
+    request: Request,
+    source: bytes,
+    options: RunOptions,
+    shape: JobShape,
+    checked: Checked,
+    container: Container,
 ) -> LocalJob:
     """Run the checked request in a throwaway run folder; Ctrl-C or SIGTERM at any step ends
     it with an interrupted result (exit 130), and the folder goes unless ``options.keep``."""
@@ -43,7 +49,7 @@ def run_throwaway(
         run_dir = Path(tempfile.mkdtemp(prefix="smmpi-run-"))
         try:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            result = _run_in(request, source, options, shape, checked, run_dir)
+            result = _run_in(request, source, options, shape, (checked, container), run_dir)
         except KeyboardInterrupt:  # before the ranks started, or between two of its steps
             result = _interrupted(shape, run_dir)
         finally:
@@ -58,11 +64,12 @@ def _run_in(
     source: bytes,
     options: RunOptions,
     shape: JobShape,
-    checked: Checked,
+    chosen: tuple[Checked, Container],
     run_dir: Path,
 ) -> RunResult:
+    checked, container = chosen
     try:
-        lay_out(request, source, options, shape, run_dir)
+        lay_out(request, source, options, shape, run_dir, container)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the host trees were laid out
         return _interrupted(shape, run_dir)
     say = options.progress
@@ -70,11 +77,12 @@ def _run_in(
         f"smmpi: {Path(shape.script).stem} on {shape.instances} emulated host(s) x "
         f"{shape.ppn} process(es) = {shape.world_size} ranks ({isolation.label(checked.mode)})"
     )
-    say_start(first, shape, checked, options.exact, say)
+    say_start(first, shape, checked, container, say)
     with isolation.watching_opt_ml(checked.mode, say):
         return execute(
             shape,
             run_dir,
+            checked.launcher,
             timeout=options.timeout,
             log_dir=Path(options.log_dir) if options.log_dir else None,
             out=options.out,
@@ -84,7 +92,7 @@ def _run_in(
             stdin_closed=False,
             remove_on_death=not options.keep,
             mode=checked.mode,
-            exact=options.exact,
+            container=container,
         )
 
 
