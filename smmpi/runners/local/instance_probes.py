@@ -95,19 +95,18 @@ def source() -> str:
         return f.read()
 
 
-#: The rank watcher (``watch.py``) and the host file it reads, for ranks of a container's own
-#: mpirun line; and the mark of a rank already under its watcher.
-WATCH, HOST_FILE, WATCHED = "SMMPI_WATCH", "SMMPI_RANK_HOST_FILE", "SMMPI_RANK_WATCHED"
+#: The rank watcher (``watch.py``) and the host file it reads, for the ranks of a container's
+#: own mpirun line (the rank it starts has neither: it, and the Pythons it starts, are left alone).
+WATCH, HOST_FILE = "SMMPI_WATCH", "SMMPI_RANK_HOST_FILE"
 
 
 def watch_rank() -> None:
     """In a rank that the container's own mpirun line started (the real toolkit's
     ``python -m mpi4py``), start again under smmpi's rank watcher, which records how the rank
-    ends, as smmpi's own line does; in any other process (or a rank already watched) do nothing."""
-    watch, host_file = os.environ.get(WATCH), os.environ.get(HOST_FILE)
-    if not (watch and host_file) or os.environ.get(WATCHED) or not sys.orig_argv:
+    ends, as smmpi's own line does; in any other process do nothing."""
+    watch, host_file = os.environ.pop(WATCH, None), os.environ.pop(HOST_FILE, None)
+    if not (watch and host_file and sys.orig_argv):
         return
-    os.environ[WATCHED] = "1"  # (the rank, and the Pythons it starts, are then left alone)
     python = sys.executable
     argv = [python, "-I", "-S", watch, "rank", host_file, "--", python, *sys.orig_argv[1:]]
     os.execv(python, argv)
