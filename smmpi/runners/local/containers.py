@@ -58,6 +58,8 @@ class Container(Protocol):
 class ModelLine:
     """smmpi's model of the toolkit: the container's mpirun line, each rank under its watcher."""
 
+    request: Mapping[str, Any]  # whose line algo-1 runs
+    extra_args: tuple[str, ...] = ()  # ``smmpi run``'s arguments after ``--``
     sshd: bool = False  # exact mode without the toolkit: a real sshd, mpirun through ssh
 
     @property
@@ -85,7 +87,8 @@ class ModelLine:
         # adds no variable: the instance's environment and mpirun's -x have made the rank's.
         watcher = rank_command(write_host_file(run_dir, "isolated", {}), [python], python)
         agent = None if self.sshd else str(launch.agent_path(pod))  # sshd: ssh, as in the image
-        argv = hosts_argv.isolated_argv(container_line(shape), watcher, agent)
+        line = container_line(self.request, shape, self.extra_args)
+        argv = hosts_argv.isolated_argv(line, watcher, agent)
         # A process a rank leaves behind is re-parented inside the pod's PID namespace, never
         # to smmpi's reaper outside: a reaper of the same kind, inside, owns mpirun and
         # collects them (no rank count: orted, which has no rank, is collected only when
@@ -142,10 +145,10 @@ class Entrypoint:
         )
 
 
-def choose(options: RunOptions, image: str) -> ModelLine | RealToolkit:
-    """The container of an estimator's request: the model, or with ``--exact`` the real
-    toolkit (or, with ``SMMPI_TOOLKIT_VENV=none``, the model's line through a real sshd)."""
+def choose(request: Mapping[str, Any], options: RunOptions, image: str) -> ModelLine | RealToolkit:
+    """The container of an estimator's ``request`` (of ``image``): the model, or with ``--exact``
+    the real toolkit (or, with ``SMMPI_TOOLKIT_VENV=none``, the model's line through sshd)."""
     if not options.exact:
-        return ModelLine()
+        return ModelLine(request, options.args)
     sources = exact.toolkit_sources(image)
-    return ModelLine(sshd=True) if sources is None else RealToolkit(sources)
+    return ModelLine(request, options.args, True) if sources is None else RealToolkit(sources)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -32,7 +31,7 @@ from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.mpi import Launcher
 from smmpi.toolkit.container import host_env as container_host_env
 from smmpi.toolkit.hosts import CONTAINER_ROOT, HostDirs
-from smmpi.toolkit.mpirun import container_mpirun, program_command
+from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.shape import JobShape
 
 if TYPE_CHECKING:
@@ -110,29 +109,12 @@ def _host_env(
     return env
 
 
-def _request_of(shape: JobShape) -> dict[str, Any]:
-    """The parts of a request the toolkit's mpirun line reads, for a job given as a shape."""
-    hps = {
-        **shape.hyperparameters,
-        "sagemaker_program": shape.script,
-        "sagemaker_mpi_enabled": True,
-        "sagemaker_mpi_num_of_processes_per_host": shape.ppn,
-        "sagemaker_mpi_custom_mpi_options": shape.custom_mpi_options,
-    }
-    return {
-        "HyperParameters": {k: json.dumps(v) for k, v in hps.items()},
-        "ResourceConfig": {"InstanceCount": shape.instances, "InstanceType": shape.instance_type},
-        "InputDataConfig": [{"ChannelName": name} for name in shape.channels],
-    }
-
-
-def container_line(shape: JobShape) -> list[str]:
-    """The toolkit's mpirun argv for ``shape``, with the shape's own program arguments."""
-    request = _request_of(shape)
-    line = container_mpirun(request, package=shape.package)
-    command = program_command(shape.script, shape.package)
-    start = line.index("mpi4py") + 1
-    return [*line[: start + len(command)], *shape.args(None)]
+def container_line(
+    request: Mapping[str, Any], shape: JobShape, extra_args: Sequence[str] = ()
+) -> list[str]:
+    """The toolkit's mpirun argv for ``request``, its code run as ``shape`` runs it (a package,
+    once installed, or a script), then ``smmpi run``'s arguments after ``--``."""
+    return [*container_mpirun(request, package=shape.package), *extra_args]
 
 
 #: Variables of this machine that mean nothing in an instance of its own: its HOME is

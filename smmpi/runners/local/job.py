@@ -123,7 +123,7 @@ def run(
     if is_trainer_request(request):
         return run_trainer(request, channels, options, on_start)
     shape = shape_from_request(request, options.args)
-    container = choose(options, shape.image)  # (a bad SMMPI_TOOLKIT_VENV: one line, exit 2)
+    container = choose(request, options, shape.image)  # (a bad SMMPI_TOOLKIT_VENV: exit 2)
     checked = check(request, source, options, shape, container)
     if options.throwaway:
         return run_throwaway(request, source, options, shape, checked, container)

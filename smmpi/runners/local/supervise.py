@@ -31,7 +31,7 @@ from smmpi.platform.layout import (
     stack_dir,
 )
 from smmpi.runners.base import Progress, silent
-from smmpi.runners.local.containers import Container, ModelLine
+from smmpi.runners.local.containers import Container
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
 from smmpi.runners.local.isolation import Launch, prepare
 from smmpi.runners.local.mpi import Launcher
@@ -77,7 +77,6 @@ POLL = 0.5  # seconds between looks at the run's records while mpirun runs
 
 
 Popen = subprocess.Popen[bytes]
-MODEL = ModelLine()
 
 
 def _start(how: Launch, run_dir: Path, ranks: int, stdin_closed: bool, remove: bool) -> Popen:
@@ -211,7 +210,7 @@ def execute(
     stdin_closed: bool = True,
     remove_on_death: bool = False,
     mode: str = "processes",
-    container: Container = MODEL,
+    container: Container,
     spent: float = 0.0,
 ) -> RunResult:
     """Run the prepared job under supervision and say how it ended.
@@ -221,7 +220,7 @@ def execute(
     ranks read end-of-file, as in SageMaker; otherwise rank 0 reads this
     process's stdin, as under mpirun. ``remove_on_death``: the run dir is
     removed if this process is killed (a throwaway run's host trees). ``container``: what
-    every isolated instance starts with (:mod:`.containers`: smmpi's model by default).
+    every isolated instance starts with (:mod:`.containers`).
     ``spent``: seconds of the run before this (its installs), counted in ``timeout``.
     """
     stdin_closed = stdin_closed or stdin_is_empty()

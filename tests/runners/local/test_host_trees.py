@@ -30,7 +30,7 @@ def test_the_models_instances_get_the_unpacked_code_and_the_requests_hyperparame
     shape = shape_from_request(request)
     run_dir = tmp_path / "hosts"
     run_dir.mkdir()
-    lay_out(request, pack(program.files(), "ENTRY"), options(), shape, run_dir, ModelLine())
+    lay_out(request, pack(program.files(), "ENTRY"), options(), shape, run_dir, ModelLine(request))
     for host in ("algo-1", "algo-2"):
         code = run_dir / host / "opt" / "ml" / "code"
         assert (code / "demo.py").read_bytes() == (program.source_dir / "demo.py").read_bytes()
@@ -61,7 +61,11 @@ def test_a_runs_first_lines_say_the_mode_and_the_container(tmp_path: Path) -> No
     shape = shape_from_request(request_from_program(resolve("demo"), 1, 1))
     lines: list[str] = []
     say_start(
-        "smmpi: first", shape, Checked("hosts", None, None, preflight()), ModelLine(), lines.append
+        "smmpi: first",
+        shape,
+        Checked("hosts", None, None, preflight()),
+        ModelLine({}),
+        lines.append,
     )
     assert lines[:1] == ["smmpi: first"]
     assert not any("processes mode" in line for line in lines)

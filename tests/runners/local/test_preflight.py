@@ -46,9 +46,9 @@ def test_a_kept_jobs_name_is_checked_and_a_throwaway_runs_is_not(local_env: dict
     request, source = _job("not a job name!")
     shape = shape_from_request(request)
     with pytest.raises(BadInput, match=r"^invalid job name: 'not a job name!'"):
-        check(request, source, options(), shape, ModelLine())
+        check(request, source, options(), shape, ModelLine(request))
     chosen = options(throwaway=True)
-    assert check(request, source, chosen, shape, ModelLine()).mode in ("hosts", "processes")
+    assert check(request, source, chosen, shape, ModelLine(request)).mode in ("hosts", "processes")
 
 
 def test_requirements_are_read_for_a_kept_job_and_left_to_the_real_toolkit(
@@ -57,8 +57,8 @@ def test_requirements_are_read_for_a_kept_job_and_left_to_the_real_toolkit(
     request, source = _job()
     source = _with(source, "requirements.txt", b"six==1.16.0\n")
     shape = shape_from_request(request)
-    assert check(request, source, options(), shape, ModelLine()).wanted == ["six==1.16.0"]
-    assert check(request, source, options(throwaway=True), shape, ModelLine()).wanted is None
+    assert check(request, source, options(), shape, ModelLine(request)).wanted == ["six==1.16.0"]
+    assert check(request, source, options(throwaway=True), shape, ModelLine(request)).wanted is None
     # the real toolkit pip-installs it itself, as in the container (no --exact check here)
     assert check(request, source, options(), shape, RealToolkit(())).wanted is None
 
@@ -76,4 +76,4 @@ def test_a_non_python_entry_is_refused_in_one_line(local_env: dict[str, str]) ->
     request, source = _job()
     request["HyperParameters"]["sagemaker_program"] = '"train.sh"'
     with pytest.raises(BadInput, match=r"^invalid HyperParameters.sagemaker_program: 'train.sh'"):
-        check(request, source, options(), shape_from_request(request), ModelLine())
+        check(request, source, options(), shape_from_request(request), ModelLine(request))
