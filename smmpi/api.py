@@ -11,7 +11,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from smmpi import config
 from smmpi.aws.clients import resolve_region
@@ -28,10 +28,11 @@ from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
 from smmpi.spec.limits import check_log_dir
 from smmpi.spec.metrics import check_metrics
 from smmpi.spec.pairs import Pairs
-from smmpi.toolkit.shape import Choices, Framework, shape_from_program
+from smmpi.toolkit.offline import Choices, Framework, request_from_program, run_job_name
 
 # Each entry imports what only it uses, when called: `smmpi run` starts no SDK or submit code.
 if TYPE_CHECKING:
+    from smmpi.aws.types import Request
     from smmpi.runners.local.records import LocalJob
     from smmpi.runners.local.supervise import RunResult
     from smmpi.runners.plan import Plan
@@ -137,15 +138,15 @@ def run_entry(
     instance_type = DEFAULT_INSTANCE_TYPE if instance_type is None else instance_type
     chosen = Framework(framework, framework_version, py_version)
     choices = Choices(hyperparameters, env, mpi_options)
-    shape = shape_from_program(
-        program, instances, ppn, args, instance_type, framework=chosen, choices=choices
+    region, submit_directory = request_defaults(run_job_name(program))
+    request = request_from_program(
+        program, instances, ppn, instance_type, region, submit_directory, chosen, choices
     )
-    region, submit_directory = request_defaults(shape.job_name)
-    shape = dataclasses.replace(shape, region=region, module_dir=submit_directory)
     local_options.setdefault("keep", False)
-    return runner("local").run_program(
-        program, shape, options(**local_options, metrics=chosen_metrics)
+    chosen_options = options(
+        **local_options, throwaway=True, args=tuple(args), metrics=chosen_metrics
     )
+    return runner("local").run_program(program, cast("Request", request), chosen_options)
 
 
 def request_defaults(job_name: str) -> tuple[str, str]:

@@ -58,6 +58,9 @@ class RunOptions:
     # MetricDefinitions applied to the ranks' output; None: the request's own (serve's worker
     # passes none: serve applies them to the job's log itself)
     metrics: tuple[dict[str, str], ...] | None = None
+    # smmpi run: a throwaway run folder (kept only with ``keep``), not a kept local job
+    throwaway: bool = False
+    args: tuple[str, ...] = ()  # the program's arguments after the hyperparameters' (smmpi run)
 
     def __post_init__(self) -> None:
         check_timeout(self.timeout)  # the one check of a run's timeout, whoever runs it

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from smmpi.runners.sagemaker.runner import SageMakerJobs
     from smmpi.runners.slurm.runner import SlurmJobs
     from smmpi.spec import MPIJob
-    from smmpi.toolkit.shape import JobShape
 
 #: Each runner's name -> ``module:class``.
 PLACES = {
@@ -55,9 +54,9 @@ class LocalJobs:
 
     def run(self, request: Request, source: bytes, options: RunOptions) -> LocalJob:
         """A request and its ``sourcedir.tar.gz`` run here (``run --from-job``)."""
-        from smmpi.runners.local.job import run_request
+        from smmpi.runners.local.job import run
 
-        return run_request(request, source, options)
+        return run(request, source, options)
 
     def from_job(
         self, name: str, region: str | None, options: Callable[[], RunOptions]
@@ -66,7 +65,7 @@ class LocalJobs:
         ``AWS_ENDPOINT_URL``) run here; ``options`` are made once both are read. SIGTERM
         ends it as Ctrl-C does, at any step."""
         from smmpi.platform.inputs import fetch_source
-        from smmpi.runners.local.job import run_request
+        from smmpi.runners.local.job import run
         from smmpi.runners.local.records import interruptible
         from smmpi.runners.local.remote import describe_remote, request_from_description
 
@@ -75,13 +74,23 @@ class LocalJobs:
             request = request_from_description(description)
             source = fetch_source(request, s3)
             stops.name = request.get("TrainingJobName") or None
-            return run_request(request, source, options())
+            return run(request, source, options())
 
-    def run_program(self, program: Program, shape: JobShape, options: RunOptions) -> RunResult:
-        """``smmpi run``: a program on every host of ``shape``, with no request."""
-        from smmpi.runners.local.runner import run_program
+    def run_program(self, program: Program, request: Request, options: RunOptions) -> RunResult:
+        """``smmpi run``: ``program``'s code with the request built offline from its flags,
+        run in a throwaway folder (``options.throwaway``); its last lines said here."""
+        from smmpi.archives import pack
+        from smmpi.catalog import missing_module_hint
+        from smmpi.runners.local.job import run
+        from smmpi.runners.local.throwaway import ending_lines
 
-        return run_program(program, shape, options)
+        source = pack(program.files(), "source_dir" if program.whole_dir else "ENTRY")
+        job = run(request, source, options)
+        hint = missing_module_hint(program, job.result.failure_line or "")
+        count = int(request["ResourceConfig"]["InstanceCount"])
+        for line in ending_lines(job, count, hint, options.keep):
+            options.progress(line)
+        return job.result
 
     def estimator(self, job: MPIJob, options: RunOptions, job_name: str | None) -> Any:
         """The job's SDK estimator, whose ``fit`` runs the job here."""

@@ -51,8 +51,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     from smmpi.errors import SmmpiError
     from smmpi.ops.drivers import LOCAL_WORLD
     from smmpi.runners.base import writer
-    from smmpi.runners.local.job import run_request
-    from smmpi.runners.local.trainer import is_trainer_request, run_trainer_request
+    from smmpi.runners.local.job import run as run_local
+    from smmpi.runners.local.trainer import is_trainer_request
 
     source = Path(spec["source"]).read_bytes()
     chosen = options(
@@ -65,11 +65,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         metrics=(),  # serve applies the job's MetricDefinitions to its log itself
     )
     try:
-        if is_trainer_request(spec["request"]):  # ModelTrainer's: the container's own start
-            as_sagemaker = dataclasses.replace(chosen, as_sagemaker=True)  # the driver's -np
-            job = run_trainer_request(spec["request"], {}, as_sagemaker, on_start=_restore(spec))
-        else:
-            job = run_request(spec["request"], source, chosen, on_start=_restore(spec))
+        # ModelTrainer's: the container's own start, the driver's -np as SageMaker runs it
+        chosen = dataclasses.replace(chosen, as_sagemaker=is_trainer_request(spec["request"]))
+        job = run_local(spec["request"], source, chosen, on_start=_restore(spec))
     except KeyboardInterrupt:
         return {"status": "Stopped", "exit_code": 130, "line": "stopped before the ranks started"}
     except SmmpiError as err:

@@ -1,8 +1,7 @@
-"""The job as the container sees it: built from a request, or from a program and flags.
+"""The job as the container sees it, from a request.
 
-:func:`shape_from_request` reads only what the toolkit reads; :func:`shape_from_program`
-is ``smmpi run``'s job (no request), checked by the spec's own rules. Both runs
-of local mode (``smmpi run`` and ``submit --local``) go through :class:`JobShape`.
+:func:`shape_from_request` reads only what the toolkit reads; ``smmpi run`` builds its
+request offline first (:mod:`smmpi.toolkit.offline`), so every local run goes through it.
 """
 
 from __future__ import annotations
@@ -12,16 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smmpi.aws.facts import vcpus
-from smmpi.catalog import Program
 from smmpi.errors import BadInput
-from smmpi.spec.checks import positive_int
-from smmpi.spec.instance_type import DEFAULT_INSTANCE_TYPE, check_instance_type
-from smmpi.spec.limits import check_run_choices
-from smmpi.spec.pairs import Pairs
-from smmpi.spec.versions import DEFAULT_FRAMEWORK, check_framework
 from smmpi.toolkit import request as rq
 from smmpi.toolkit.hosts import HostDirs, host_name, on_host
-from smmpi.toolkit.images import image_env, num_gpus
+from smmpi.toolkit.images import image_env
 
 
 @dataclass(frozen=True)
@@ -70,8 +63,9 @@ class JobShape:
         return {k: on_host(v, dirs) for k, v in self.hyperparameters.items()}
 
 
-def shape_from_request(request: Mapping[str, Any]) -> JobShape:
-    """The job as the toolkit sees it, from the request alone."""
+def shape_from_request(request: Mapping[str, Any], extra_args: Sequence[str] = ()) -> JobShape:
+    """The job as the toolkit sees it, from the request alone (``extra_args``: ``smmpi run``'s
+    arguments after ``--``, after the hyperparameters' own)."""
     try:
         script = rq.program(request)
         instances = int(request["ResourceConfig"]["InstanceCount"])
@@ -101,7 +95,7 @@ def shape_from_request(request: Mapping[str, Any]) -> JobShape:
         instances=instances,
         ppn=rq.processes_per_host(request),
         hyperparameters=rq.user_hyperparameters(request),
-        user_args=rq.program_args(request),
+        user_args=[*rq.program_args(request), *extra_args],
         custom_mpi_options=str(fw.get(rq.MPI_CUSTOM_OPTIONS) or ""),
         channels=channels,
         environment={str(k): str(v) for k, v in (request.get("Environment") or {}).items()},
@@ -112,78 +106,4 @@ def shape_from_request(request: Mapping[str, Any]) -> JobShape:
         image=image,
         region=str(hps.get("sagemaker_region") or ""),
         sagemaker_job_name=str(hps.get("sagemaker_job_name") or ""),
-    )
-
-
-@dataclass(frozen=True)
-class Framework:
-    """The estimator ``smmpi run`` stands for: ``None`` takes the default (or the program's)."""
-
-    name: str | None = None
-    version: str | None = None
-    py_version: str | None = None
-
-
-@dataclass(frozen=True)
-class Choices:
-    """The rest of what ``submit`` asks of the estimator that a rank sees, as ``smmpi run``
-    takes it: hyperparameters (``--K V`` and ``SM_HPS``), the container's Environment, and
-    custom mpirun options (``K=V`` strings or mappings, as MPIJob takes them)."""
-
-    hyperparameters: Pairs = None
-    environment: Pairs = None
-    mpi_options: str | None = None
-
-
-def shape_from_program(
-    program: Program,
-    instances: object,
-    ppn: object,
-    args: Sequence[str] = (),
-    instance_type: str = DEFAULT_INSTANCE_TYPE,
-    region: str = "",
-    submit_directory: str = "",
-    framework: Framework = Framework(),
-    choices: Choices = Choices(),
-) -> JobShape:
-    """``smmpi run``'s job: what the default estimator would ask for, without a request.
-
-    The framework asked for (else the program's: TensorFlow unless it is a PyTorch
-    entry point), its version and Python version give the image, and with it the
-    image's variables; TensorFlow's estimator adds the
-    ``model_dir`` hyperparameter (``--model_dir /opt/ml/model``), as on SageMaker.
-    ``choices`` add the user's hyperparameters, Environment and mpirun options, checked as
-    ``submit``'s are. ``args`` follow the hyperparameters' arguments. ``region`` and
-    ``submit_directory`` are the request's ``sagemaker_region`` and
-    ``sagemaker_submit_directory`` (the caller resolves them as a submit would).
-    """
-    instance_type = check_instance_type(instance_type)
-    chosen = framework.name
-    framework_name, version, py = check_framework(
-        (program.framework_hint or DEFAULT_FRAMEWORK) if chosen is None else chosen,
-        framework.version,
-        framework.py_version,
-    )
-    device = "gpu" if num_gpus(instance_type) else "cpu"
-    own, environment, mpi_options = check_run_choices(
-        framework_name, choices.hyperparameters, choices.environment, choices.mpi_options
-    )
-    hps = {"model_dir": "/opt/ml/model"} if framework_name == "tensorflow" else {}
-    hps.update(own)
-    image = f"{framework_name}-training:{version}-{device}-{py}"
-    return JobShape(
-        job_name=f"smmpi-run-{program.name}".replace("_", "-")[:63],
-        script=program.script,
-        instances=positive_int("instances", instances),
-        ppn=positive_int("ppn", ppn),
-        hyperparameters=hps,
-        user_args=[*rq.hyperparameter_args(hps), *args],
-        custom_mpi_options=mpi_options,
-        environment=environment,
-        instance_type=instance_type,
-        num_cpus=vcpus(instance_type) or 0,
-        framework_module=image_env(image).get("SAGEMAKER_TRAINING_MODULE"),
-        image=image,
-        region=region,
-        module_dir=submit_directory,
     )

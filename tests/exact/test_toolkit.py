@@ -76,6 +76,27 @@ def test_a_failed_rank_is_named_on_top_of_the_toolkits_failure(tmp_path: Path) -
     assert processes_left(str(tmp_path)) == []
 
 
+def test_every_rank_the_toolkit_starts_ends_with_its_watchers_record(tmp_path: Path) -> None:
+    """A rank that dies without a word (``os._exit``: no exception for the rank hook) is
+    recorded by its watcher, as under smmpi's own line, and named by that record."""
+    program = write(
+        tmp_path / "dies.py",
+        "import os\nfrom mpi4py import MPI\n"
+        "if MPI.COMM_WORLD.Get_rank() == 2:\n"
+        "    os._exit(3)\n"
+        "MPI.COMM_WORLD.Barrier()\n",
+    )
+    argv = ["run", str(program), "-N", "2", "-n", "2", "--exact", "--keep"]
+    done = smmpi(argv, toolkit_env(tmp_path), timeout=300)
+    assert done.returncode == 1, done.stderr
+    stacks = next((tmp_path / "tmp").glob("smmpi-run-*")) / ".smmpi" / "stacks"
+    ends = {p.name: json.loads(p.read_text()) for p in stacks.glob("rank-*.exit")}
+    assert ends["rank-2.exit"]["code"] == 3, ends
+    assert ends["rank-2.exit"]["rank"] == 2
+    assert any(line.startswith("smmpi: rank 2 (algo-2) ") for line in done.stderr.splitlines())
+    assert processes_left(str(tmp_path)) == []
+
+
 def test_a_toolkit_venv_without_the_toolkit_is_refused_before_anything_runs(
     tmp_path: Path,
 ) -> None:

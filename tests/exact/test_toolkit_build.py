@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smmpi.runners.local import toolkits
+from smmpi.runners.local import toolkit_build, toolkits
 from tests.helpers import base_env, free_port, processes_left, smmpi, write
 
 # One write per line: the image sets PYTHONUNBUFFERED, so print's arguments would reach mpirun
@@ -66,7 +66,7 @@ def test_exact_mode_builds_the_toolkit_once_and_reuses_it(
     monkeypatch.delenv("SMMPI_TOOLKIT_VENV", raising=False)
     monkeypatch.delenv("SMMPI_TOOLKIT_TF", raising=False)
     said: list[str] = []
-    toolkits.ensure("", said.append)
+    toolkit_build.ensure("", said.append)
     assert said == []
     assert toolkits.sources("") == (folder / "site",)
 

@@ -1,7 +1,7 @@
 """The world-size check: a world other than the job's N x n ends the run with one line, exit 1.
 
-``-np`` is refused when a job is specified; a runner given a shape directly (the Python
-API under the CLI) lets it through, as a container whose MPI driver builds a short
+``-np`` is refused when a job is specified; the local runner given a request directly (the
+Python API under the CLI) lets it through, as a container whose MPI driver builds a short
 ``mpirun`` line would. Real mpirun, both modes.
 """
 
@@ -15,16 +15,22 @@ import pytest
 
 MODES = ("hosts", "processes")
 DRIVER = """\
-import dataclasses, sys
+import json, sys
 from smmpi import api
+from smmpi.archives import pack
 from smmpi.catalog import resolve
-from smmpi.runners.local.runner import run_program
-from smmpi.toolkit.shape import shape_from_program
+from smmpi.runners.local.job import run
+from smmpi.runners.local.throwaway import ending_lines
+from smmpi.toolkit.offline import request_from_program
 
 program = resolve(sys.argv[1])
-shape = shape_from_program(program, int(sys.argv[2]), int(sys.argv[3]), ["--model_dir", "x"])
-shape = dataclasses.replace(shape, custom_mpi_options=sys.argv[4])
-sys.exit(run_program(program, shape, api.options(timeout=120, keep=False)).exit_code)
+request = request_from_program(program, int(sys.argv[2]), int(sys.argv[3]))
+request["HyperParameters"]["sagemaker_mpi_custom_mpi_options"] = json.dumps(sys.argv[4])
+chosen = api.options(timeout=120, keep=False, throwaway=True, args=("--model_dir", "x"))
+job = run(request, pack(program.files(), "ENTRY"), chosen)
+for line in ending_lines(job, int(sys.argv[2]), None, False):
+    chosen.progress(line)
+sys.exit(job.exit_code)
 """
 PROGRAM = "from mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\nprint('size', MPI.COMM_WORLD.size)\n"
 

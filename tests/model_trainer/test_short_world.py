@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, cast
 
 from smmpi.api import options
 from smmpi.ops.status import status_of
+from smmpi.runners.local.job import run as run_local
 from smmpi.runners.local.sdk import describe_response
-from smmpi.runners.local.trainer import run_trainer_request
 from smmpi.sdk.model_trainer import capture_offline
 from smmpi.spec import MPIJob
 from tests.helpers import base_env, processes_left, smmpi, write
@@ -35,7 +35,7 @@ def test_the_sdks_own_np_ends_with_one_line_and_exit_1(tmp_path: Path, in_proces
     out, lines = io.StringIO(), list[str]()
     run = options(out=out, err=out, progress=lines.append)
     request = cast("Request", captured.request)
-    job_run = run_trainer_request(request, captured.channels, run)
+    job_run = run_local(request, b"", run, channels=captured.channels)
     assert job_run.exit_code == 1
     assert sorted(ln for ln in out.getvalue().splitlines() if ">:rank " in ln) == [
         "[1,0]<stdout>:rank 0 of 2 on algo-1",

@@ -15,7 +15,8 @@ from smmpi.toolkit.container import rank_env as container_rank_env
 from smmpi.toolkit.container import start_env
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.images import num_gpus, torch_version
-from smmpi.toolkit.shape import JobShape, shape_from_program, shape_from_request
+from smmpi.toolkit.offline import request_from_program
+from smmpi.toolkit.shape import JobShape, shape_from_request
 
 
 def plan(job: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -67,5 +68,7 @@ def rank_env(request: dict[str, Any], root: str, host: str, source: Path | None)
 
 
 def run_shape(script: Path, instances: int, ppn: int, instance_type: str) -> JobShape:
-    """The job ``smmpi run SCRIPT`` builds (no request: the default estimator's view)."""
-    return shape_from_program(resolve(str(script)), instances, ppn, (), instance_type)
+    """The job ``smmpi run SCRIPT`` builds (its offline request: the default estimator's view)."""
+    return shape_from_request(
+        request_from_program(resolve(str(script)), instances, ppn, instance_type)
+    )

@@ -22,7 +22,8 @@ from smmpi.instances.hosts import launch, sshd
 from smmpi.instances.machine import gpu_env
 from smmpi.platform.layout import host_dirs, site_dir, stack_dir
 from smmpi.runners.base import Progress
-from smmpi.runners.local import instance_probes, modes, toolkits
+from smmpi.runners.local import instance_probes, modes, toolkit_build, toolkits
+from smmpi.runners.local.hostfiles import WATCH, write_host_file
 from smmpi.runners.local.venvs import cached_venv, site_packages
 from smmpi.toolkit.container import start_env
 from smmpi.toolkit.images import framework_of, torch_version
@@ -77,7 +78,7 @@ def check(isolation_mode: str | None, instances: int, image: str = "") -> None:
 def prepare(image: str, progress: Progress) -> None:
     """Build (once) the toolkit's environment for ``image``: call after every check of the
     input and before anything of the run is created (a failure is one line, exit 1)."""
-    toolkits.ensure(image, progress)
+    toolkit_build.ensure(image, progress)
 
 
 def uses_toolkit(image: str) -> bool:
@@ -112,7 +113,10 @@ def toolkit_python(
     sitedirs = [*map(str, sources), site_packages()]
     train = _TRAIN.format(absent=repr(tuple(absent)), torch=repr(torch))
     probes = {instance_probes.MODULE: instance_probes.source()}
-    return cached_venv(toolkits.cache_root(), "toolkit", sitedirs, {"train": train}, probes)
+    startup = instance_probes.rank_startup()  # every rank under the rank watcher
+    return cached_venv(
+        toolkits.cache_root(), "toolkit", sitedirs, {"train": train}, probes, startup
+    )
 
 
 #: The container's ``train``. A PyTorch image has no TensorFlow: its toolkit's process finds
@@ -180,6 +184,9 @@ def toolkit_command(
     venv_dir = toolkit_python(toolkit, toolkits.toolkit_of(shape.image).absent, torch)
     run_env = {k: first[k] for k in _RUN_VARIABLES if k in first}
     run_env["PYTHONPATH"] = str(site_dir(run_dir))  # the rank hook, not /opt/ml/code
+    # each rank the toolkit's mpirun starts goes under the rank watcher (instance_probes)
+    run_env[instance_probes.WATCH] = str(WATCH)
+    run_env[instance_probes.HOST_FILE] = str(write_host_file(run_dir, "isolated", {}))
     envs = tuple(
         {**toolkit_env(shape, base, run_env, venv_dir), **gpu_env(shape, h)} for h in shape.hosts
     )

@@ -95,6 +95,30 @@ def source() -> str:
         return f.read()
 
 
+#: The rank watcher (``watch.py``) and the host file it reads, for the ranks of a container's
+#: own mpirun line (the rank it starts has neither: it, and the Pythons it starts, are left alone).
+WATCH, HOST_FILE = "SMMPI_WATCH", "SMMPI_RANK_HOST_FILE"
+
+
+def watch_rank() -> None:
+    """In a rank that the container's own mpirun line started (the real toolkit's
+    ``python -m mpi4py``), start again under smmpi's rank watcher, which records how the rank
+    ends, as smmpi's own line does; in any other process do nothing."""
+    watch, host_file = os.environ.pop(WATCH, None), os.environ.pop(HOST_FILE, None)
+    if not (watch and host_file and sys.orig_argv):
+        return
+    python = sys.executable
+    argv = [python, "-I", "-S", watch, "rank", host_file, "--", python, *sys.orig_argv[1:]]
+    os.execv(python, argv)
+
+
+def rank_startup() -> str:
+    """The ``.pth`` statement of the toolkit's venv: in an MPI rank only, :func:`watch_rank`
+    (every other process of that venv pays one lookup)."""
+    ranks = "'OMPI_COMM_WORLD_RANK' in __import__('os').environ"
+    return f"{ranks} and __import__({MODULE!r}).watch_rank()"
+
+
 def driver_startup() -> str:
     """The ``.pth`` statement of the driver's venv: in ``environment.py`` only, the stand-in
     (every other process of that venv, the ranks among them, pays one comparison)."""

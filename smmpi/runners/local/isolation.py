@@ -14,28 +14,28 @@ paths re-rooted into each instance's tree; for machines without namespaces.
 from __future__ import annotations
 
 import contextlib
-import json
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from smmpi.instances.hosts import argv as hosts_argv
 from smmpi.instances.hosts import launch, pids
 from smmpi.instances.machine import gpu_env
-from smmpi.platform.layout import SECRETS, host_dirs, launch_env, site_dir, stack_dir
+from smmpi.platform.layout import SECRETS, launch_env, site_dir, stack_dir
 from smmpi.platform.opt_ml import OptMlWatch
 from smmpi.runners.base import Progress
-from smmpi.runners.local import exact as exact_mode
 from smmpi.runners.local.argv import mpirun_argv
-from smmpi.runners.local.hostfiles import rank_command, reaper_command, write_host_file
 from smmpi.runners.local.mpi import Launcher
 from smmpi.toolkit.container import host_env as container_host_env
 from smmpi.toolkit.hosts import CONTAINER_ROOT, HostDirs
-from smmpi.toolkit.mpirun import container_mpirun, program_command
+from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.shape import JobShape
+
+if TYPE_CHECKING:
+    from smmpi.runners.local.containers import Container
 
 DIFFERS = (
     "all instances share this machine's hostname, network and literal /opt/ml; local ranks "
@@ -59,12 +59,6 @@ class Launch:
         for fd in self.pass_fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
-
-
-#: A request's own container start: (shape, run dir, each instance's base environment, the
-#: folders the instances keep from this machine) -> the pod's command (ModelTrainer's
-#: entrypoint on every instance, :mod:`.trainer`).
-ContainerStart = Callable[[JobShape, Path, dict[str, str], tuple[Path, ...]], launch.Command]
 
 
 def label(mode: str) -> str:
@@ -115,29 +109,12 @@ def _host_env(
     return env
 
 
-def _request_of(shape: JobShape) -> dict[str, Any]:
-    """The parts of a request the toolkit's mpirun line reads, for a job given as a shape."""
-    hps = {
-        **shape.hyperparameters,
-        "sagemaker_program": shape.script,
-        "sagemaker_mpi_enabled": True,
-        "sagemaker_mpi_num_of_processes_per_host": shape.ppn,
-        "sagemaker_mpi_custom_mpi_options": shape.custom_mpi_options,
-    }
-    return {
-        "HyperParameters": {k: json.dumps(v) for k, v in hps.items()},
-        "ResourceConfig": {"InstanceCount": shape.instances, "InstanceType": shape.instance_type},
-        "InputDataConfig": [{"ChannelName": name} for name in shape.channels],
-    }
-
-
-def container_line(shape: JobShape) -> list[str]:
-    """The toolkit's mpirun argv for ``shape``, with the shape's own program arguments."""
-    request = _request_of(shape)
-    line = container_mpirun(request, package=shape.package)
-    command = program_command(shape.script, shape.package)
-    start = line.index("mpi4py") + 1
-    return [*line[: start + len(command)], *shape.args(None)]
+def container_line(
+    request: Mapping[str, Any], shape: JobShape, extra_args: Sequence[str] = ()
+) -> list[str]:
+    """The toolkit's mpirun argv for ``request``, its code run as ``shape`` runs it (a package,
+    once installed, or a script), then ``smmpi run``'s arguments after ``--``."""
+    return [*container_mpirun(request, package=shape.package), *extra_args]
 
 
 #: Variables of this machine that mean nothing in an instance of its own: its HOME is
@@ -152,6 +129,30 @@ def instance_base(launcher: Launcher, world_size: int) -> dict[str, str]:
     return {**base, "HOME": "/root"}
 
 
+@dataclass
+class Instances:
+    """The emulated instances of one run, as a container starts them (:mod:`.containers`)."""
+
+    shape: JobShape
+    run_dir: Path
+    base: dict[str, str]  # this machine's part of every instance's environment
+    keep: tuple[Path, ...]  # the folders the instances keep from this machine
+    python: str
+    extra_env: dict[str, str] | None
+    extra_paths: Sequence[str]
+
+    @functools.cached_property
+    def envs(self) -> tuple[dict[str, str], ...]:
+        """Each host's environment in smmpi's model of the container (host by host)."""
+        return tuple(
+            {
+                **self.base,
+                **_host_env(self.shape, self.run_dir, h, self.extra_env, self.extra_paths),
+            }
+            for h in self.shape.hosts
+        )
+
+
 def _hosts(
     shape: JobShape,
     run_dir: Path,
@@ -159,39 +160,16 @@ def _hosts(
     python: str,
     extra_env: dict[str, str] | None,
     extra_paths: Sequence[str],
-    exact: bool = False,
-    container: ContainerStart | None = None,
+    container: Container,
 ) -> Launch:
     base = instance_base(launcher, shape.world_size)
     (run_dir / ".smmpi" / "ompi").mkdir(parents=True, exist_ok=True)
     mpi_prefix = Path(launcher.mpirun).resolve().parent.parent
     keep = (Path(python).parent, Path(python).resolve().parent, mpi_prefix, *map(Path, extra_paths))
-    if container is not None:  # the request's own container start (ModelTrainer's entrypoint)
-        started = container(shape, run_dir, base, keep)
-        return Launch(started.argv, launch.pod_env(), "hosts", pids.outside_ids, (started.spec_fd,))
-    envs = tuple(
-        {**base, **_host_env(shape, run_dir, h, extra_env, extra_paths)} for h in shape.hosts
-    )
-    trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
-    toolkit = exact_mode.toolkit_sources(shape.image) if exact else None
-    if toolkit is not None:
-        started = exact_mode.toolkit_command(shape, run_dir, base, envs[0], keep, toolkit)
-        return Launch(started.argv, launch.pod_env(), "hosts", pids.outside_ids, (started.spec_fd,))
-    pod = launch.Pod(tuple(shape.hosts), trees, run_dir, envs, keep, stack_dir(run_dir), exact)
-    # Each rank starts under the rank watcher, which records how it ended; its host file adds
-    # no variable: the instance's environment and mpirun's -x have made the rank's already.
-    watcher = rank_command(write_host_file(run_dir, "isolated", {}), [python], python)
-    agent = None if exact else str(launch.agent_path(pod))  # exact: ssh, as in the container
-    argv = hosts_argv.isolated_argv(container_line(shape), watcher, agent)
-    # A process a rank leaves behind is re-parented inside the pod's PID namespace, never to
-    # smmpi's reaper outside: a reaper of the same kind, inside, owns mpirun and collects them.
-    # (no rank count: orted, which has no rank, is collected only when mpirun has ended)
-    inside = reaper_command(argv, stack_dir(run_dir), None, None, python)
-    # its parent, the pod's first process, is outside algo-1's PID namespace: it has id 0 there
-    inside[inside.index("--parent") + 1] = "0"
-    command = launch.command(pod, inside, envs[0], f"{CONTAINER_ROOT}/code")
+    made = Instances(shape, run_dir, base, keep, python, extra_env, extra_paths)
+    started = container.start(made)
     # The pod starts from nothing of this environment: what the instances get is in its spec.
-    return Launch(command.argv, launch.pod_env(), "hosts", pids.outside_ids, (command.spec_fd,))
+    return Launch(started.argv, launch.pod_env(), "hosts", pids.outside_ids, (started.spec_fd,))
 
 
 def sharing_cores(world_size: int, env: Mapping[str, str]) -> dict[str, str]:
@@ -231,22 +209,19 @@ def prepare(
     shape: JobShape,
     run_dir: Path,
     launcher: Launcher,
+    container: Container,
     python: str = sys.executable,
     extra_env: dict[str, str] | None = None,
     extra_paths: Sequence[str] = (),
     stdin_closed: bool = True,
-    exact: bool = False,
-    container: ContainerStart | None = None,
 ) -> Launch:
     """The process to start for ``mode`` (a mode :func:`choose` returned).
 
     ``stdin_closed``: ranks read end-of-file; otherwise rank 0 reads this process's stdin.
-    ``exact`` (hosts only): sshd on every instance and mpirun through ssh (exact.py).
-    ``container`` (hosts only): the pod command every instance starts with, in place of
-    smmpi's mpirun line (a ModelTrainer request's own entrypoint).
+    ``container`` (hosts only): what every instance starts with (:mod:`.containers`).
     """
     if mode == "hosts":
-        return _hosts(shape, run_dir, launcher, python, extra_env, extra_paths, exact, container)
+        return _hosts(shape, run_dir, launcher, python, extra_env, extra_paths, container)
     # Secrets the user passed reach the ranks through mpirun's environment, which they
     # inherit, and never through the host files on disk.
     secrets = {k: v for k, v in (extra_env or {}).items() if k in SECRETS}

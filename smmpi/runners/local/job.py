@@ -19,7 +19,6 @@ describe-like record (``describe.json``) in the job's folder.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
@@ -27,31 +26,21 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smmpi.archives import extract
-from smmpi.aws.facts import check_job_name
-from smmpi.instances.machine import start_notes
 from smmpi.ops.local_jobs import (
     configured_keep,
     create_folder,
-    jobs_root,
     prune,
     remove_folder,
     tighten,
 )
 from smmpi.ops.signals import held
-from smmpi.platform.container_files import (
-    restore_checkpoints,
-    seed_checkpoints,
-    write_status_files,
-)
-from smmpi.platform.inputs import check_channels, copy_channel
-from smmpi.platform.layout import prepare_hosts
+from smmpi.platform.container_files import seed_checkpoints, write_status_files
 from smmpi.platform.run_metrics import for_job, record_final
-from smmpi.runners.base import Progress, RunOptions
-from smmpi.runners.local import exact, isolation, modes
-from smmpi.runners.local.bounds import check_bounds
-from smmpi.runners.local.entry import check_request_entry
-from smmpi.runners.local.mpi import preflight
+from smmpi.runners.base import RunOptions
+from smmpi.runners.local import isolation
+from smmpi.runners.local.containers import Container, choose
+from smmpi.runners.local.host_trees import lay_out, say_start
+from smmpi.runners.local.preflight import Checked, check
 from smmpi.runners.local.records import (
     STATUS_OF,
     LocalJob,
@@ -60,40 +49,16 @@ from smmpi.runners.local.records import (
     now,
     write_record,
 )
-from smmpi.runners.local.req_files import requirement_lines
 from smmpi.runners.local.requirements import install_code
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
-from smmpi.spec.shell import check_shell_words
+from smmpi.runners.local.throwaway import run_throwaway
+from smmpi.runners.local.trainer import is_trainer_request, run_trainer
 from smmpi.toolkit.hosts import HostDirs
-from smmpi.toolkit.images import framework_of
 from smmpi.toolkit.mpirun import container_mpirun
-from smmpi.toolkit.request import user_hyperparameters
 from smmpi.toolkit.shape import JobShape, shape_from_request
 
 if TYPE_CHECKING:
     from smmpi.aws.types import Request
-
-
-def _lay_out(
-    request: Mapping[str, Any],
-    source: bytes | None,
-    region: str | None,
-    checkpoints: Path | None,
-) -> Callable[[HostDirs], None]:
-    """What goes into each host's tree: the unpacked source (None: the toolkit unpacks it
-    itself, exact mode), the checkpoints, every channel."""
-    channel_specs = {str(c["ChannelName"]): c for c in request.get("InputDataConfig") or []}
-
-    def lay_out(dirs: HostDirs) -> None:
-        if source is not None:
-            extract(source, dirs.code, links=True)
-        restore_checkpoints(request, dirs, checkpoints)
-        for channel_name, spec in channel_specs.items():
-            target = dirs.channel(channel_name)
-            target.mkdir(parents=True, exist_ok=True)
-            copy_channel(spec, target, region)
-
-    return lay_out
 
 
 def _conclude(
@@ -144,32 +109,60 @@ def _ending_lines(job: LocalJob, seconds: float) -> list[str]:
     ]
 
 
-def run_request(
+def run(
     request: Request,
     source: bytes,
     options: RunOptions | None = None,
     on_start: Callable[[dict[str, Any]], None] | None = None,
+    channels: Mapping[str, Path] | None = None,
 ) -> LocalJob:
-    """Run ``request`` here with ``source`` (the job's sourcedir.tar.gz) as its code."""
+    """Run ``request`` here with ``source`` (the job's sourcedir.tar.gz) as its code: every
+    local job's one route, whatever started it (``smmpi run``, ``submit --local``, serve,
+    ``run --from-job``, ModelTrainer). ``options.throwaway``: a throwaway run folder
+    (``smmpi run``), else a kept local job, ``on_start`` called with its first record.
+    ``channels``: folders for channels whose URI is not read here (ModelTrainer's)."""
     options = options or RunOptions()
-    say = options.progress
-    shape = shape_from_request(request)
-    name = check_job_name(shape.job_name)
-    mode, why_not_hosts, wanted = _check_before_work(request, source, options, shape, name)
+    if is_trainer_request(request):
+        return run_trainer(request, channels, options, on_start)
+    shape = shape_from_request(request, options.args)
+    container = choose(request, options, shape.image)  # (a bad SMMPI_TOOLKIT_VENV: exit 2)
+    checked = check(request, source, options, shape, container)
+    if options.throwaway:
+        return run_throwaway(request, source, options, shape, checked, container)
+    return _run_kept(request, source, options, shape, (checked, container), on_start)
+
+
+def _run_kept(
+    request: Request,
+    source: bytes,
+    options: RunOptions,
+    shape: JobShape,
+    chosen: tuple[Checked, Container],
+    on_start: Callable[[dict[str, Any]], None] | None,
+) -> LocalJob:
+    (checked, container), say, name = chosen, options.progress, shape.job_name
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
     start = time.monotonic()
     try:
-        record = _prepare(request, source, options, shape, folder, on_start)
-        extra_paths, shape = install_code(wanted, shape, folder, mode, options, start)
+        record = _prepare(request, source, options, shape, folder, container, on_start)
+        extra_paths, shape = install_code(
+            checked.wanted, shape, folder, checked.mode, options, start
+        )
         write_record(folder, record)
-        _say_start(name, shape, mode, why_not_hosts, options.exact, say)
+        first = (
+            f"smmpi: local job {name}: {shape.instances} emulated host(s) x {shape.ppn} "
+            f"process(es) = {shape.world_size} ranks ({shape.instance_type}, "
+            f"{isolation.label(checked.mode)})"
+        )
+        say_start(first, shape, checked, container, say)
         log_dir = Path(options.log_dir) if options.log_dir else folder / "logs"
         metrics = for_job(request, options.metrics, folder)
-        with isolation.watching_opt_ml(mode, say):
+        with isolation.watching_opt_ml(checked.mode, say):
             result = execute(
                 shape,
                 run_dir,
+                checked.launcher,
                 timeout=options.timeout,
                 log_dir=log_dir,
                 out=metrics.stream(options.out or sys.stdout),
@@ -177,8 +170,8 @@ def run_request(
                 extra_paths=extra_paths,
                 extra_env=dict(options.env),
                 progress=say,
-                mode=mode,
-                exact=options.exact,
+                mode=checked.mode,
+                container=container,
                 spent=time.monotonic() - start if extra_paths else 0.0,
             )
     except BaseException:  # (an interrupt while the ranks run ends in a result, not here)
@@ -198,55 +191,13 @@ def run_request(
     return job
 
 
-def _check_before_work(
-    request: Request, source: bytes, options: RunOptions, shape: JobShape, name: str
-) -> tuple[str, str | None, list[str] | None]:
-    """Every check of the request and this machine, and the toolkit's environment (exact mode),
-    before the job's folder exists; returns the local mode, why not isolated hosts, and the
-    lines of the code's requirements.txt (None: none, or the toolkit reads it)."""
-    mode, why_not_hosts = modes.choose(options.isolation, shape.instances)
-    if options.exact:
-        exact.check(options.isolation, shape.instances, shape.image)
-    toolkit = options.exact and exact.uses_toolkit(shape.image)  # it installs the code itself
-    if not toolkit:  # else the toolkit decides, and its shell fails as on SageMaker
-        check_request_entry(shape.script, source)
-        hps = {k: str(v) for k, v in user_hyperparameters(request).items()}
-        check_shell_words(framework_of(shape.image), hps)  # (a request from serve or boto3)
-    wanted = requirement_lines(source, options.install_requirements or toolkit)
-    preflight()  # a missing MPI is bad input: fail before the job's folder exists
-    check_channels(request)  # (a FIFO, a device, /proc/self/environ...)
-    check_bounds(shape, jobs_root() / name / "hosts")  # nor a world too large to emulate
-    if options.exact:
-        exact.prepare(shape.image, options.progress)  # the toolkit's environment, built once
-    return mode, why_not_hosts, None if toolkit else wanted
-
-
-def _say_start(
-    name: str,
-    shape: JobShape,
-    mode: str,
-    why_not_hosts: str | None,
-    exact_mode: bool,
-    say: Progress,
-) -> None:
-    say(
-        f"smmpi: local job {name}: {shape.instances} emulated host(s) x {shape.ppn} "
-        f"process(es) = {shape.world_size} ranks ({shape.instance_type}, {isolation.label(mode)})"
-    )
-    if mode == "processes":
-        say(isolation.differs(why_not_hosts))
-    if exact_mode:
-        say(exact.first_line(shape.image))
-    for line in start_notes(shape, os.environ):
-        say(line)
-
-
 def _prepare(
     request: Request,
     source: bytes,
     options: RunOptions,
     shape: JobShape,
     folder: Path,
+    container: Container,
     on_start: Callable[[dict[str, Any]], None] | None,
 ) -> dict[str, Any]:
     """The host trees, code and channels: everything before the installs and mpirun."""
@@ -256,12 +207,7 @@ def _prepare(
     write_record(folder, record)
     if on_start:
         on_start(record)
-    hps_json = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
     checkpoints = seed_checkpoints(request, folder)
-    unpacked: bytes | None = source
-    if options.exact and exact.uses_toolkit(shape.image):  # the toolkit fetches the code
-        hps_json, unpacked = exact.stage_code(run_dir, source, hps_json), None
-    lay_out = _lay_out(request, unpacked, options.region, checkpoints)
-    prepare_hosts(shape, run_dir, lay_out, hps_json)
+    lay_out(request, source, options, shape, run_dir, container, checkpoints)
     record.update(SecondaryStatus="Training", TrainingStartTime=now())
     return record

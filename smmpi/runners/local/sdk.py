@@ -3,7 +3,7 @@
 The estimator is built exactly as for SageMaker (:func:`smmpi.sdk.estimator.build`)
 and ``fit`` runs the SDK's own code end to end. Only the last step changes:
 the CreateTrainingJob call is answered here, by running the request with
-:func:`smmpi.runners.local.job.run_request`, instead of by AWS.
+:func:`smmpi.runners.local.job.run`, instead of by AWS.
 DescribeTrainingJob is answered from the local job's record, so
 ``fit(wait=True)`` ends with the local job's status. This is the SDK's
 ``LocalSession`` idea with its Docker step replaced, but without its changes
@@ -31,9 +31,9 @@ from smmpi.ops.signals import held
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import modes
 from smmpi.runners.local.bounds import check_world
-from smmpi.runners.local.job import run_request
+from smmpi.runners.local.job import run as run_local
 from smmpi.runners.local.records import LocalJob, interruptible
-from smmpi.runners.local.trainer import check_trainer_run, run_trainer_request
+from smmpi.runners.local.trainer import check_trainer_run
 from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders
 from smmpi.sdk.model_trainer import capture_offline
 from smmpi.spec import MPIJob
@@ -105,7 +105,7 @@ class LocalBackend:
         request = cast("Request", restore_placeholders(params, self.built.settings.placeholders))
         self.requests.append(request)
         try:
-            job = run_request(request, self.source, self.options)
+            job = run_local(request, self.source, self.options)
         except KeyboardInterrupt:
             self.interrupted = True  # (the SDK's telemetry wrapper swallows it)
             raise
@@ -250,4 +250,4 @@ def submit_trainer_local(job: MPIJob, options: RunOptions) -> LocalJob:
         chosen = dataclasses.replace(
             options, region=captured.region, as_sagemaker=options.as_sagemaker or job.as_sagemaker
         )
-        return run_trainer_request(request, captured.channels, chosen)
+        return run_local(request, b"", chosen, channels=captured.channels)

@@ -31,15 +31,16 @@ from smmpi.platform.layout import (
     stack_dir,
 )
 from smmpi.runners.base import Progress, silent
+from smmpi.runners.local.containers import Container
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
-from smmpi.runners.local.isolation import ContainerStart, Launch, prepare
-from smmpi.runners.local.mpi import preflight
+from smmpi.runners.local.isolation import Launch, prepare
+from smmpi.runners.local.mpi import Launcher
+from smmpi.runners.local.sessions import check_room_left, mpirun_env, sessions_of
 from smmpi.supervision.cpu_share import group
 from smmpi.supervision.exits import Ends
 from smmpi.supervision.hangs import hang_pitfall
 from smmpi.supervision.output import Output, report_stacks
 from smmpi.supervision.rank_records import read_ends
-from smmpi.supervision.room import free_bytes, full_line, needed, sessions_folder
 from smmpi.supervision.tree import Supervisor, sigterm_interrupts
 from smmpi.supervision.verdict import (
     EXIT_FAILED,
@@ -73,7 +74,6 @@ __all__ = [
 
 LINGER = 3.0  # seconds mpirun may take to end once the run cannot go on, before it is stopped
 POLL = 0.5  # seconds between looks at the run's records while mpirun runs
-SESSIONS = "OMPI_MCA_orte_tmpdir_base"  # where Open MPI writes its session files
 
 
 Popen = subprocess.Popen[bytes]
@@ -197,33 +197,10 @@ def _conclude(
         check_world(result, run)
 
 
-def _mpirun_env(how_env: dict[str, str], shape: JobShape, run_dir: Path, mode: str) -> None:
-    """Processes mode: Open MPI's session files in the run's folder (removed with it, as in
-    isolated hosts), and no free slot for ``Spawn`` (mpirun oversubscribes here; the
-    container's does not)."""
-    if mode != "processes":
-        return
-    if SESSIONS not in how_env:
-        base = run_dir / ".smmpi" / "ompi"
-        base.mkdir(parents=True, exist_ok=True)
-        how_env[SESSIONS] = str(base)
-    if "oversubscribe" not in (shape.custom_mpi_options or ""):
-        how_env["SMMPI_NO_FREE_SLOTS"] = "1"
-
-
-def _no_room(shape: JobShape, run_dir: Path, mode: str) -> RunResult | None:
-    """A run folder without room for Open MPI's session files fails before it starts."""
-    free = free_bytes(run_dir)
-    if free is None or free >= needed(shape, mode):
-        return None
-    result = RunResult(EXIT_FAILED, "Failed", 0.0, run_dir, shape.world_size)
-    result.reason = full_line(run_dir, shape, mode, started=False)
-    return result
-
-
 def execute(
     shape: JobShape,
     run_dir: Path,
+    launcher: Launcher,
     *,
     timeout: float | None = None,
     log_dir: Path | None = None,
@@ -236,65 +213,46 @@ def execute(
     stdin_closed: bool = True,
     remove_on_death: bool = False,
     mode: str = "processes",
-    exact: bool = False,
-    container: ContainerStart | None = None,
+    container: Container,
     spent: float = 0.0,
     whole_world: bool = True,
 ) -> RunResult:
     """Run the prepared job under supervision and say how it ended.
 
-    The ranks' output goes to ``out`` and ``err`` (this process's by default); the stacks of
-    a run that timed out go to ``progress``. ``stdin_closed``: ranks read end-of-file, as in
-    SageMaker; otherwise rank 0 reads this process's stdin, as under mpirun.
-    ``remove_on_death``: the run dir is removed if this process is killed (a throwaway run's
-    host trees). ``container``: what every isolated instance starts with instead of smmpi's
-    mpirun line (:mod:`.isolation`). ``spent``: seconds of the run before this (its installs),
-    counted in ``timeout``. Not ``whole_world``: a driver's line SageMaker runs as it is."""
-    launcher = preflight(python)
+    The ranks' output goes to ``out`` and ``err`` (this process's by default);
+    the stacks of a run that timed out go to ``progress``. ``stdin_closed``:
+    ranks read end-of-file, as in SageMaker; otherwise rank 0 reads this
+    process's stdin, as under mpirun. ``remove_on_death``: the run dir is
+    removed if this process is killed (a throwaway run's host trees). ``container``: what
+    every isolated instance starts with (:mod:`.containers`).
+    ``spent``: seconds of the run before this (its installs), counted in ``timeout``.
+    Not ``whole_world``: a driver's line SageMaker runs as it is."""
     stdin_closed = stdin_closed or stdin_is_empty()
-    no_room = _no_room(shape, run_dir, mode)
+    no_room = check_room_left(shape, run_dir, mode)
     if no_room is not None:
         return no_room
     _say_notes(shape, extra_env or {}, container, progress)
     how = prepare(
-        mode,
-        shape,
-        run_dir,
-        launcher,
-        python,
-        extra_env,
-        extra_paths,
-        stdin_closed,
-        exact,
-        container,
+        mode, shape, run_dir, launcher, container, python, extra_env, extra_paths, stdin_closed
     )
-    _mpirun_env(how.env, shape, run_dir, mode)
+    mpirun_env(how.env, shape, run_dir, mode)
     output = Output(shape.world_size, log_dir, shape.ppn, shape.image, shape.toolkit_tags)
     start, started = time.monotonic() - spent, time.time()
     proc = _start(how, run_dir, shape.world_size, stdin_closed, remove_on_death)
     supervisor = Supervisor(proc, stack_dir(run_dir), how.translate)
-    sessions = _sessions(how.env, shape, run_dir, mode)
+    sessions = sessions_of(how.env, shape, run_dir, mode)
     run = Run(shape, mode, supervisor.stack_dir, run_dir, started, None, sessions)
     pumps = _pumps(proc, output, out or sys.stdout, err or sys.stderr)
     result = _supervise(supervisor, pumps, output, run, timeout, start)
-    _conclude(result, supervisor, output, run, progress, not (exact or container), whole_world)
+    _conclude(result, supervisor, output, run, progress, container.own_line, whole_world)
     _say_outcome(result, shape, stdin_closed, progress)
     return result
 
 
-def _sessions(env: dict[str, str], shape: JobShape, run_dir: Path, mode: str) -> Path:
-    """Where Open MPI keeps its session files: the run's folder, or in processes mode the
-    folder the job's own ``orte_tmpdir_base`` names."""
-    if mode == "processes":
-        return sessions_folder(env, shape.custom_mpi_options, run_dir)
-    return run_dir
-
-
 def _say_notes(
-    shape: JobShape, extra_env: dict[str, str], container: ContainerStart | None, say: Progress
+    shape: JobShape, extra_env: dict[str, str], container: Container, say: Progress
 ) -> None:
-    # (a container's own start builds its own line: no toolkit forwarding to speak of)
-    forwarding = forwarding_note(shape) if container is None else None
+    forwarding = forwarding_note(shape) if container.forwards else None
     for note in (forwarding, credentials_note(extra_env)):
         if note:
             say(note)

@@ -18,8 +18,6 @@ rank's stack, the ranks' world is checked against N x n, and nothing outlives th
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 import shutil
 import sys
@@ -27,11 +25,9 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 from smmpi.aws.facts import check_job_name
 from smmpi.errors import BadInput
-from smmpi.instances.machine import start_notes
 from smmpi.mpi_output import printable
 from smmpi.ops.local_jobs import (
     LOCAL_PPN,
@@ -52,11 +48,20 @@ from smmpi.platform.run_metrics import RunMetrics, for_job, record_final
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import exact
 from smmpi.runners.local.bounds import check_world
+from smmpi.runners.local.containers import Entrypoint
+from smmpi.runners.local.host_trees import say_start
 from smmpi.runners.local.mpi import preflight
+from smmpi.runners.local.preflight import Checked
 from smmpi.runners.local.records import STATUS_OF, LocalJob, finish, new_record, now, write_record
 from smmpi.runners.local.short_world import LOCAL_WORLD, settle_world
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
-from smmpi.runners.local.trainer_pod import check_paramiko, driver_python, pod_command
+from smmpi.runners.local.trainer_pod import check_paramiko, driver_python
+from smmpi.runners.local.trainer_request import (
+    DRIVERS,
+    channel_source,
+    distributed_config,
+    trainer_shape,
+)
 from smmpi.toolkit.driver_world import driver_np
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.shape import JobShape
@@ -64,7 +69,6 @@ from smmpi.toolkit.shape import JobShape
 if TYPE_CHECKING:
     from smmpi.aws.types import Request
 
-DRIVERS = "sm_drivers"
 FIRST_LINE = (
     "smmpi: ModelTrainer: every instance runs the request's ContainerEntrypoint and "
     "ContainerArguments (sm_train.sh, then the SDK's MPI driver, unchanged) with a real sshd; "
@@ -77,57 +81,9 @@ def is_trainer_request(request: Mapping[str, Any]) -> bool:
     return bool((request.get("AlgorithmSpecification") or {}).get("ContainerEntrypoint"))
 
 
-def _channel_source(request: Mapping[str, Any], name: str, channels: Mapping[str, Path]) -> Path:
-    """Where channel ``name`` is read from here: ``channels``' folder, else a file:// URI."""
-    if name in channels:
-        return Path(channels[name])
-    for spec in request.get("InputDataConfig") or []:
-        uri = str(((spec.get("DataSource") or {}).get("S3DataSource") or {}).get("S3Uri", ""))
-        if spec.get("ChannelName") == name and uri.startswith("file://"):
-            return Path(urlparse(uri).path)
-    raise BadInput(f"InputDataConfig.{name}", "not readable here", "the SDK's sm_drivers channel")
-
-
-def _distributed(drivers: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((drivers / "distributed.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise BadInput(
-            "sm_drivers/distributed.json", str(drivers), "ModelTrainer's distributed=MPI(...)"
-        ) from None
-    if not isinstance(data, dict) or "mpi_additional_options" not in data:
-        raise BadInput("sm_drivers/distributed.json", data, "ModelTrainer's distributed=MPI(...)")
-    return data
-
-
-def trainer_shape(request: Mapping[str, Any], drivers: Path) -> JobShape:
-    """The job's N x n as the driver reads it: InstanceCount, and ``process_count_per_node``
-    (the driver's ``get_process_count``: 1 on an instance without GPUs when unset)."""
-    distributed = _distributed(drivers)
-    try:
-        source = json.loads((drivers / "sourcecode.json").read_text(encoding="utf-8"))
-        instances = int(request["ResourceConfig"]["InstanceCount"])
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise BadInput("request", f"missing {err}", "a ModelTrainer request") from None
-    resources = request["ResourceConfig"]
-    return JobShape(
-        job_name=str(request.get("TrainingJobName", "local-job")),
-        script=str(source.get("entry_script") or ""),
-        instances=instances,
-        ppn=int(distributed.get("process_count_per_node") or 1),
-        channels={
-            str(c["ChannelName"]): str(c.get("ContentType") or "")
-            for c in request.get("InputDataConfig") or []
-        },
-        environment={str(k): str(v) for k, v in (request.get("Environment") or {}).items()},
-        instance_type=str(resources.get("InstanceType", "local")),
-        image=str(request["AlgorithmSpecification"].get("TrainingImage", "")),
-        toolkit_tags=False,
-    )
-
-
-def check_trainer_run(options: RunOptions, instances: int, ppn: int) -> None:
-    """Refuse (exit 2, nothing created) what cannot run: no isolated hosts, sshd or paramiko."""
+def check_trainer_run(options: RunOptions, instances: int, ppn: int) -> Checked:
+    """Refuse (exit 2, nothing created) what cannot run: no isolated hosts, sshd or paramiko;
+    what the checks found (isolated hosts, this machine's mpirun)."""
     check_world(instances, ppn)
     asked = options.isolation or os.environ.get("SMMPI_ISOLATION")
     if asked == "processes":
@@ -136,7 +92,7 @@ def check_trainer_run(options: RunOptions, instances: int, ppn: int) -> None:
     if reason:
         raise BadInput("--api model-trainer --local", "here", f"exact mode's sshd ({reason})")
     check_paramiko()
-    preflight()
+    return Checked("hosts", None, None, preflight())
 
 
 def _lay_out(
@@ -237,21 +193,22 @@ def _execute(
     options: RunOptions,
     shape: JobShape,
     folder: Path,
-    venv_dir: Path,
+    found: tuple[Path, Checked],
     metrics: RunMetrics,
 ) -> RunResult:
-    """The instances started with the request's own entrypoint, supervised to their end."""
-    say = options.progress
-    say(
+    """The instances started with the request's own entrypoint, supervised to their end
+    (``found``: the driver's Python, what the checks found)."""
+    (venv_dir, checked), say = found, options.progress
+    container = Entrypoint(request, venv_dir, dict(options.env), FIRST_LINE)
+    first = (
         f"smmpi: local job {shape.job_name}: {shape.instances} emulated host(s) x {shape.ppn} "
         f"process(es) = {shape.world_size} ranks ({shape.instance_type}, isolated hosts)"
     )
-    say(FIRST_LINE)
-    for line in start_notes(shape, os.environ):
-        say(line)
+    say_start(first, shape, checked, container, say)
     return execute(
         shape,
         folder / "hosts",
+        checked.launcher,
         timeout=options.timeout,
         log_dir=Path(options.log_dir) if options.log_dir else folder / "logs",
         out=metrics.stream(options.out or sys.stdout),
@@ -259,26 +216,25 @@ def _execute(
         extra_env=dict(options.env),
         progress=say,
         mode="hosts",
-        exact=True,
-        container=functools.partial(pod_command, request, venv_dir, dict(options.env)),
+        container=container,
         whole_world=not options.as_sagemaker,
     )
 
 
-def run_trainer_request(
+def run_trainer(
     request: Request,
-    channels: Mapping[str, Path] | None = None,
-    options: RunOptions | None = None,
+    channels: Mapping[str, Path] | None,
+    options: RunOptions,
     on_start: Callable[[dict[str, Any]], None] | None = None,
 ) -> LocalJob:
     """Run ModelTrainer's ``request`` here; ``channels``: folders for channels not read here."""
-    options, channels = options or RunOptions(), dict(channels or {})
+    channels = dict(channels or {})
     say = options.progress
-    drivers = _channel_source(request, DRIVERS, channels)
+    drivers = channel_source(request, DRIVERS, channels)
     shape = trainer_shape(request, drivers)
     name = check_job_name(shape.job_name)
     check_channels(request, channels)
-    check_trainer_run(options, shape.instances, shape.ppn)
+    checked = check_trainer_run(options, shape.instances, shape.ppn)
     venv_dir = driver_python()
     folder = create_folder(name)  # a name in use is refused; nothing of another job is touched
     run_dir = folder / "hosts"
@@ -286,11 +242,11 @@ def run_trainer_request(
     try:
         record = _prepare(request, channels, options, shape, folder, on_start)
         metrics = for_job(request, options.metrics, folder)
-        result = _execute(request, options, shape, folder, venv_dir, metrics)
+        result = _execute(request, options, shape, folder, (venv_dir, checked), metrics)
     except BaseException:  # (an interrupt while the ranks run ends in a result, not here)
         remove_folder(folder)  # the job never started: leave nothing stuck InProgress
         raise
-    np = driver_np(_distributed(drivers))
+    np = driver_np(distributed_config(drivers))
     short = settle_world(
         result, shape.instances, shape.ppn, np, options.as_sagemaker, "model-trainer"
     )

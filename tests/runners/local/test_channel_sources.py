@@ -17,8 +17,7 @@ import pytest
 from smmpi.api import options
 from smmpi.archives import pack
 from smmpi.bounded import FileRefused
-from smmpi.runners.local.job import run_request
-from smmpi.runners.local.trainer import run_trainer_request
+from smmpi.runners.local.job import run
 from smmpi.sdk.model_trainer import capture_offline
 from smmpi.spec import MPIJob
 from tests.helpers import base_env, smmpi, write
@@ -73,7 +72,7 @@ def test_a_request_reading_kernel_or_special_files_is_refused_before_its_job_exi
     for label, path in _sources(tmp_path).items():
         request["InputDataConfig"] = [_channel(path, form)]
         with pytest.raises(FileRefused) as err:
-            run_request(request, source, options(progress=lambda line: None))
+            run(request, source, options(progress=lambda line: None))
         assert "InputDataConfig.train" in str(err.value), label
         assert err.value.exit_code == 2
         _nothing_made(jobs)
@@ -90,5 +89,5 @@ def test_a_model_trainer_channel_of_kernel_files_is_refused_before_its_job_exist
     for path in _sources(tmp_path).values():
         channels = {**captured.channels, "train": Path(path)}  # the folder the SDK hands over
         with pytest.raises(FileRefused, match=r"InputDataConfig\.train"):
-            run_trainer_request(request, channels, options(progress=lambda line: None))
+            run(request, b"", options(progress=lambda line: None), channels=channels)
         _nothing_made(jobs)

@@ -1,0 +1,79 @@
+"""The one local preflight: every check of a request and this machine before anything exists."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smmpi.api import options
+from smmpi.archives import pack
+from smmpi.catalog import resolve
+from smmpi.errors import BadInput
+from smmpi.runners.local.containers import ModelLine, RealToolkit
+from smmpi.runners.local.job import run
+from smmpi.runners.local.preflight import check
+from smmpi.toolkit.offline import request_from_program
+from smmpi.toolkit.shape import shape_from_request
+
+
+def _job(name: str = "smmpi-run-demo") -> tuple[dict[str, Any], bytes]:
+    program = resolve("demo")
+    request = request_from_program(program, 2, 1)
+    request["TrainingJobName"] = name
+    return request, pack(program.files(), "ENTRY")
+
+
+def _with(source: bytes, name: str, data: bytes) -> bytes:
+    """``source`` with one more file."""
+    out = io.BytesIO()
+    with (
+        tarfile.open(fileobj=io.BytesIO(source)) as old,
+        tarfile.open(fileobj=out, mode="w:gz") as new,
+    ):
+        for member in old.getmembers():
+            new.addfile(member, old.extractfile(member))
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        new.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def test_a_kept_jobs_name_is_checked_and_a_throwaway_runs_is_not(local_env: dict[str, str]) -> None:
+    request, source = _job("not a job name!")
+    shape = shape_from_request(request)
+    with pytest.raises(BadInput, match=r"^invalid job name: 'not a job name!'"):
+        check(request, source, options(), shape, ModelLine(request))
+    chosen = options(throwaway=True)
+    assert check(request, source, chosen, shape, ModelLine(request)).mode in ("hosts", "processes")
+
+
+def test_requirements_are_read_for_a_kept_job_and_left_to_the_real_toolkit(
+    local_env: dict[str, str],
+) -> None:
+    request, source = _job()
+    source = _with(source, "requirements.txt", b"six==1.16.0\n")
+    shape = shape_from_request(request)
+    assert check(request, source, options(), shape, ModelLine(request)).wanted == ["six==1.16.0"]
+    assert check(request, source, options(throwaway=True), shape, ModelLine(request)).wanted is None
+    # the real toolkit pip-installs it itself, as in the container (no --exact check here)
+    assert check(request, source, options(), shape, RealToolkit(())).wanted is None
+
+
+def test_exact_in_processes_mode_is_refused_before_the_jobs_folder_exists(
+    local_env: dict[str, str],
+) -> None:
+    request, source = _job("smmpi-preflight-exact")
+    with pytest.raises(BadInput, match=r"^invalid --exact: True; allowed: isolated hosts only"):
+        run(request, source, options(exact=True, isolation="processes"))
+    assert not (Path(local_env["SMMPI_LOCAL_JOBS"]) / "smmpi-preflight-exact").exists()
+
+
+def test_a_non_python_entry_is_refused_in_one_line(local_env: dict[str, str]) -> None:
+    request, source = _job()
+    request["HyperParameters"]["sagemaker_program"] = '"train.sh"'
+    with pytest.raises(BadInput, match=r"^invalid HyperParameters.sagemaker_program: 'train.sh'"):
+        check(request, source, options(), shape_from_request(request), ModelLine(request))
