@@ -20,21 +20,14 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smmpi.causes import ended
+
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in ')
 _LAUNCH_FRAMES = ("<frozen ", "/mpi4py/", "/threading.py")
-
-
-def signal_text(number: int) -> str:
-    """``9 (SIGKILL)``: the number and its name."""
-    try:
-        return f"{number} ({signal.Signals(number).name})"
-    except ValueError:
-        return str(number)
 
 
 @dataclass(frozen=True)
@@ -46,6 +39,7 @@ class RankEnd:
     signal: int | None
     time: float
     eth0_route: bool = True  # its instance's eth0 still had a route when it ended
+    oom_kills: int | None = None  # OOM kills its instance's cgroup counted while it ran
 
     @property
     def failed(self) -> bool:
@@ -53,9 +47,8 @@ class RankEnd:
 
     @property
     def cause(self) -> str:
-        if self.signal is not None:
-            return f"killed by signal {signal_text(self.signal)}"
-        return f"exit code {self.code}"
+        """Its cause's words from the table (:mod:`smmpi.causes`), after ``failed: ``."""
+        return ended(self.code, self.signal, self.oom_kills).removeprefix("failed: ")
 
 
 @dataclass(frozen=True)
@@ -115,6 +108,7 @@ def read_ends(folder: Path) -> dict[int, RankEnd]:
             _int(r.get("signal")),
             float(r.get("time") or 0),
             r.get("eth0_route") is not False,
+            _int(r.get("oom_kills")),
         )
         for rank, r in _rows(folder, "exit").items()
     }

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from smmpi.causes import ranked, say, signal_text
 from smmpi.mpi_output import FailureScan, Pitfall, printable
 from smmpi.supervision.exits import Blame, Ends
-from smmpi.supervision.rank_records import read_ends, read_init_ends, signal_text
+from smmpi.supervision.rank_records import read_ends, read_init_ends
 from smmpi.supervision.room import full_line
 from smmpi.toolkit.hosts import host_dirs, host_of_rank
 from smmpi.toolkit.shape import JobShape
@@ -46,7 +47,7 @@ class RunResult:
         if self.failed_rank is None:
             return self.reason
         phrase = self.phrase or f"failed: {self.reason}"
-        return f"rank {self.failed_rank} ({self.failed_host}) {phrase}"
+        return ranked(self.failed_rank, self.failed_host, phrase)
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,7 @@ def _killed_everything(ends: Ends, blame: Blame, run: Run) -> str | None:
     if not killed or blame.rank not in ends.orphans or ends.ends:
         return None
     where = ends.orphans[blame.rank].where
-    at = f" (it was at {where})" if where else ""
-    return (
-        f"outlived every other process of the run: all of them, mpirun included, were killed "
-        f"by signal {signal_text(signal.SIGKILL)} while it ran{at}, as kill(-1) from a rank does"
-    )
+    return say("killed-everything", at=f" (it was at {where})" if where else "")
 
 
 def _pitfall_note(pitfall: Pitfall, run: Run, scan: FailureScan) -> str:
@@ -112,7 +109,7 @@ def _container_failure(run: Run) -> str | None:
             text = path.read_text(encoding="utf-8").split('\nCommand "', 1)[0]  # its argv
             text = " ".join(text.split())
             if text:
-                return printable(f"{host}'s /opt/ml/output/failure: {text[:_FAILURE_CHARS]}")
+                return printable(say("container", host=host, text=text[:_FAILURE_CHARS]))
     return None
 
 
@@ -126,14 +123,14 @@ def _init_ended(result: RunResult, run: Run) -> bool:
     if not ended:
         return False
     first = ended[0]
-    how = f"with signal {signal_text(first.signal)}; every process of {first.host} ended with it"
+    phrase = say("init-ended", signal=signal_text(first.signal), host=first.host)
     if first.rank is not None:
         result.failed_rank, result.failed_host = first.rank, run.host(first.rank)
-        result.reason = printable(f"ended its instance's init (PID 1) {how}")
-        result.phrase = f"failed: {result.reason}"
+        result.phrase = printable(phrase)
+        result.reason = result.phrase.removeprefix("failed: ")
     else:
         who = f"pid {first.pid} ({first.command or 'ended since'})"
-        result.reason = printable(f"{first.host}: {who} ended the instance's init (PID 1) {how}")
+        result.reason = printable(f"{first.host}: {who} {phrase.removeprefix('failed: ')}")
     return True
 
 
@@ -150,19 +147,17 @@ def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
     if found is None:  # no record: a rank that never started, or one mpirun started itself
         first = scan.failed_rank()
         if first is not None:
-            found = Blame(first, f"failed: {scan.reason(first)}")
+            found = Blame(first, scan.phrase(first))
     if found is None:
         known = f" ({_pitfall_note(scan.found[0], run, scan)})" if scan.found else ""
-        result.reason = _container_failure(run) or (
-            f"mpirun exited with code {run.code}"
-            + (known or path_hint(run.shape.environment, run.code))
-        )
+        known = known or path_hint(run.shape.environment, run.code)
+        result.reason = _container_failure(run) or say("mpirun", code=run.code, known=known)
         return
     phrase = _killed_everything(ends, found, run) or found.phrase
     if _replaced_excepthook(ends, scan, found.rank):
         phrase = f"failed: {scan.exceptions[found.rank]}"
     if scan.found and not _crashed(ends, found.rank):
-        phrase += f" ({_pitfall_note(scan.found[0], run, scan)})"
+        phrase = say("pitfall", phrase=phrase, note=_pitfall_note(scan.found[0], run, scan))
     result.failed_rank, result.failed_host = found.rank, run.host(found.rank)
     result.phrase = printable(phrase)
     result.reason = printable(phrase.removeprefix("failed: "))
@@ -223,7 +218,7 @@ def check_started(result: RunResult, ends: Ends, run: Run, code: int | None) -> 
     if started < world:
         which = "no rank" if not started else f"only {started} of the ranks"
         result.exit_code, result.status = EXIT_FAILED, "Failed"
-        result.reason = f"mpirun exited 0 but {which} started ({started} of {world} ranks reported)"
+        result.reason = say("no-rank-started", which=which, started=started, world=world)
 
 
 def failed(ends: Ends, code: int | None) -> bool:

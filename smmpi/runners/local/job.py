@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from smmpi.archives import extract
 from smmpi.aws.facts import check_job_name
+from smmpi.causes import own_lines
 from smmpi.instances.machine import start_notes
 from smmpi.ops.local_jobs import (
     configured_keep,
@@ -38,6 +39,7 @@ from smmpi.ops.local_jobs import (
     tighten,
 )
 from smmpi.ops.signals import held
+from smmpi.platform import failure_reason
 from smmpi.platform.container_files import (
     restore_checkpoints,
     seed_checkpoints,
@@ -105,8 +107,8 @@ def _conclude(
     """Record how the job ended and pack its artifacts as SageMaker does; returns the status.
 
     The instances' status files are the container's (:mod:`smmpi.platform.container_files`); the
-    record's FailureReason is smmpi's line naming the rank. ``output.tar.gz`` holds
-    ``output/data`` (as ``data/...``), as SageMaker's does.
+    record's FailureReason is SageMaker's text, then smmpi's line naming the rank (as serve's).
+    ``output.tar.gz`` holds ``output/data`` (as ``data/...``), as SageMaker's does.
     """
     run_dir = folder / "hosts"
     hosts = [HostDirs(run_dir / h / "opt" / "ml") for h in shape.hosts]
@@ -124,6 +126,9 @@ def _conclude(
     )
     failed = result.exit_code != EXIT_OK
     failure = (result.failure_line or result.status) if failed else None
+    if result.status == "Failed":  # SageMaker's text, as smmpi serve gives it
+        fields = {"line": failure, "exit_code": result.exit_code, "reason": result.reason}
+        failure = failure_reason.reason(request, fields, run_dir)
     finish(record, request, hosts, folder, failure, result)
     return str(record["TrainingJobStatus"])
 
@@ -138,7 +143,7 @@ def _ending_lines(job: LocalJob, seconds: float) -> list[str]:
         ]
     return [
         f"smmpi: local job {name} {job.status} (the instances' files: {folder / 'hosts'})",
-        f"smmpi: {job.record['FailureReason']}",
+        f"smmpi: {own_lines(job.record['FailureReason'])}",
     ]
 
 

@@ -3,7 +3,8 @@
 Each rank records its own exception, ``MPI_Abort`` or ``sys.exit`` (the rank hook, in the
 job folder's ``records/``); srun says how each task ended in the job's output
 (``srun: error: node2: task 3: Exited with exit code 1``). The first failure is named by
-the local runner's table of causes (:class:`~smmpi.supervision.exits.Ends`).
+the local runs' classification (:class:`~smmpi.supervision.exits.Ends`), in the words of the
+table of causes (:mod:`smmpi.causes`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import signal
 from pathlib import Path
 
 from smmpi.bounded import read_regular
+from smmpi.causes import ranked
 from smmpi.errors import SmmpiError
 from smmpi.runners.slurm.operate import LOG_MAX_BYTES, JobState, rank_logs
 from smmpi.supervision.exits import Ends
@@ -77,4 +79,4 @@ def failure_line(st: JobState) -> str | None:
     if blame is None:
         return None
     node = {r: n for r, n, _ in rank_logs(st.work_dir)}.get(blame.rank) or nodes.get(blame.rank)
-    return f"rank {blame.rank} ({node or 'unknown node'}) {blame.phrase}"
+    return ranked(blame.rank, node or "unknown node", blame.phrase)
