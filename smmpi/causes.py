@@ -23,8 +23,11 @@ from dataclasses import dataclass
 USER_SCRIPT = "AlgorithmError: ExecuteUserScriptError (ExitCode: mpirun's)"
 #: The toolkit never started the script: what algo-1's ``/opt/ml/output/failure`` says.
 TOOLKIT = "AlgorithmError: the toolkit's own error (algo-1's /opt/ml/output/failure)"
-#: A line of smmpi's, before any rank ran (no container command to blame).
-OWN = "smmpi's line"
+#: mpirun exits 137 when a rank died of SIGKILL, and the toolkit then adds its guess.
+SIGKILLED = (
+    'AlgorithmError: ExecuteUserScriptError, ExitCode 137, ExtraInfo "OutOfMemory: Process '
+    'killed by SIGKILL (signal 9)"'
+)
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ CAUSES: tuple[Cause, ...] = (
         "a rank died of SIGKILL that came first (the OOM killer, kill -9)",
         "failed: killed by signal 9 (SIGKILL) (out of memory? the kernel's OOM killer sends "
         "SIGKILL, as does kill -9)",
+        sagemaker=SIGKILLED,
         log="mpirun's 'exited on signal 9' note",
     ),
     Cause(
@@ -91,6 +95,7 @@ CAUSES: tuple[Cause, ...] = (
         "a rank died of SIGKILL and its instance's cgroup counted an OOM kill",
         "failed: killed by signal 9 (SIGKILL): out of memory (its instance's cgroup counted "
         "an OOM kill)",
+        sagemaker=SIGKILLED,
         log="mpirun's 'exited on signal 9' note",
     ),
     Cause(
@@ -253,6 +258,11 @@ def summary(reason: str | None) -> str | None:
     return lines[0]
 
 
-def own_lines(reason: str) -> str:
-    """smmpi's own lines of a FailureReason (its line, and any after it), else all of it."""
-    return reason.rsplit(LINE_MARK, 1)[1] if LINE_MARK in reason else reason
+def own_lines(reason: str, line: str | None = None) -> str:
+    """What a job's end shows of its FailureReason: smmpi's ``line`` whole (the reason may
+    hold it shortened) or the reason's own, and any line after it (a folder refused)."""
+    own = reason.rsplit(LINE_MARK, 1)[1] if LINE_MARK in reason else reason
+    if not line:
+        return own
+    after = own.split("\n", 1)[1:] if LINE_MARK in reason else []
+    return "\n".join([line, *after])

@@ -143,7 +143,7 @@ def _ending_lines(job: LocalJob, seconds: float) -> list[str]:
         ]
     return [
         f"smmpi: local job {name} {job.status} (the instances' files: {folder / 'hosts'})",
-        f"smmpi: {own_lines(job.record['FailureReason'])}",
+        f"smmpi: {own_lines(job.record['FailureReason'], job.result.failure_line)}",
     ]
 
 
