@@ -47,7 +47,7 @@ def _replaced_excepthook(ends: Ends, scan: FailureScan, rank: int) -> bool:
 _CRASHES = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE})
 
 
-def _crashed(ends: Ends, rank: int) -> bool:
+def crashed(ends: Ends, rank: int) -> bool:
     """The rank died of a crash signal: a pitfall seen earlier in the output (an MPI error
     the program handled) is not its cause, and is not named as such."""
     end = ends.ends.get(rank)
@@ -111,7 +111,7 @@ def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
     phrase = _killed_everything(ends, found, run) or found.phrase
     if _replaced_excepthook(ends, scan, found.rank):
         phrase = f"failed: {scan.exceptions[found.rank]}"
-    if scan.found and not _crashed(ends, found.rank):
+    if scan.found and not crashed(ends, found.rank):
         phrase = say("pitfall", phrase=phrase, note=_pitfall_note(scan.found[0], run, scan))
     result.failed_rank, result.failed_host = found.rank, run.host(found.rank)
     result.phrase = printable(phrase)
