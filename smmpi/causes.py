@@ -137,6 +137,8 @@ CAUSES: tuple[Cause, ...] = (
         "no-rank-started",
         "mpirun exited 0, but not every rank started",
         "mpirun exited 0 but {which} started ({started} of {world} ranks reported)",
+        sagemaker="none on SageMaker (mpirun exited 0: the job completes); smmpi's runs fail",
+        log="nothing: the job completed",
         ranked=False,
     ),
     Cause(
@@ -158,14 +160,17 @@ CAUSES: tuple[Cause, ...] = (
         "timeout",
         "the run did not end within its time (a hang)",
         "timed out after {seconds:g} s",
-        sagemaker="MaxRuntimeExceeded: Training job runtime exceeded MaxRuntimeInSeconds provided",
+        sagemaker="none: MaxRuntimeInSeconds stops the job (Stopped, secondary status "
+        "MaxRuntimeExceeded)",
+        log="the job's status",
         ranked=False,
     ),
     Cause(
         "interrupted",
         "the user stopped the run (Ctrl-C, SIGTERM, smmpi stop)",
         "interrupted; every rank was stopped",
-        sagemaker="the job is Stopped: no FailureReason",
+        sagemaker="none: the job is Stopped",
+        log="the job's status",
         ranked=False,
     ),
 )

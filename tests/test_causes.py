@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,11 @@ def test_summary_and_own_lines_read_a_failure_reason_back() -> None:
     assert own_lines("a program's own reason", "rank 0 (algo-1) failed: X") == (
         "rank 0 (algo-1) failed: X"
     )
+
+
+def test_the_reliability_doc_shows_every_row_of_the_table() -> None:
+    doc = (Path(__file__).parents[1] / "docs" / "RELIABILITY.md").read_text(encoding="utf-8")
+    for row in CAUSES:
+        line = ("rank R (algo-k) " if row.ranked else "") + row.phrase
+        log = row.log or "SageMaker's FailureReason only"
+        assert f"  | {row.what} | `{line}` | {row.sagemaker} | {log} |\n" in doc, row.key
