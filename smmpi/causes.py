@@ -142,6 +142,22 @@ CAUSES: tuple[Cause, ...] = (
         ranked=False,
     ),
     Cause(
+        "world",
+        "the ranks' world is not the job's N x n (mpirun options that change it)",
+        "the job asked for {instances} x {ppn} = {world} ranks, but the container started "
+        "{started} ({on}){why}",
+        sagemaker="none on SageMaker: the job runs with the world it got; smmpi's runs fail",
+        log="the ranks' own output (their world size)",
+        ranked=False,
+    ),
+    Cause(
+        "lost-network",
+        "an isolated instance's eth0 lost its route (added to the line that names the failure)",
+        "{host} lost its network (eth0 has no route)",
+        sagemaker="the failure it caused (an instance's network is SageMaker's)",
+        ranked=False,
+    ),
+    Cause(
         "mpirun",
         "mpirun failed, and no rank recorded why",
         "mpirun exited with code {code}{known}",

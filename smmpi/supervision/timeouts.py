@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from smmpi.causes import say
 from smmpi.supervision.exits import Ends
 from smmpi.supervision.rank_records import read_ends
 from smmpi.supervision.result import Run, RunResult
@@ -23,14 +24,14 @@ def timed_out(result: RunResult, ends: Ends, run: Run, lost: list[str]) -> None:
         parts.append(
             f"rank {first.rank} ({run.host(first.rank)}) had {when}, and the run did not end"
         )
-    parts += [f"{host} lost its network (eth0 has no route)" for host in lost]
+    parts += [say("lost-network", host=host) for host in lost]
     result.reason = "; ".join(p for p in parts if p)
 
 
 def name_lost_network(result: RunResult, run: Run) -> None:
     """A run that ended by itself: add the hosts whose eth0 had no route when a rank there
     ended (the ranks' records say so), as a timeout's line does."""
-    lost = [f"{host} lost its network (eth0 has no route)" for host in lost_network({}, run)]
+    lost = [say("lost-network", host=host) for host in lost_network({}, run)]
     if lost and result.phrase is not None:
         result.phrase = "; ".join([result.phrase, *lost])
     if lost:

@@ -39,12 +39,16 @@ def world_line(run: Run, completed: bool) -> str | None:
     on = f"{where[0]} only" if len(where) == 1 else "on " + ", ".join(where)
     if missing:
         on += f"; none on {', '.join(missing)}"
-    line = (
-        f"the job asked for {shape.instances} x {shape.ppn} = {shape.world_size} ranks, "
-        f"but the container started {started} ({on})"
+    options = shape.custom_mpi_options
+    line = say(
+        "world",
+        instances=shape.instances,
+        ppn=shape.ppn,
+        world=shape.world_size,
+        started=started,
+        on=on,
+        why=f": its mpirun options {options!r} change the world" if options else "",
     )
-    if shape.custom_mpi_options:
-        line += f": its mpirun options {shape.custom_mpi_options!r} change the world"
     return printable(line)
 
 
