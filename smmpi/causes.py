@@ -92,9 +92,9 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "oom-kill",
-        "a rank died of SIGKILL and its instance's cgroup counted an OOM kill",
-        "failed: killed by signal 9 (SIGKILL): out of memory (its instance's cgroup counted "
-        "an OOM kill)",
+        "a rank died of SIGKILL and its memory cgroup counted an OOM kill meanwhile",
+        "failed: killed by signal 9 (SIGKILL): out of memory (its memory cgroup counted an OOM "
+        "kill)",
         sagemaker=SIGKILLED,
         log="mpirun's 'exited on signal 9' note",
     ),
@@ -213,8 +213,8 @@ def signal_text(number: int) -> str:
 
 
 def signalled(number: int, oom_kills: int | None = None) -> str:
-    """The phrase for a rank that died of signal ``number``; a SIGKILL says whether the
-    instance's cgroup counted an OOM kill (``oom_kills``, None: unknown) while it ran."""
+    """The phrase for a rank that died of signal ``number``; a SIGKILL says whether its
+    memory cgroup counted an OOM kill (``oom_kills``, None: unknown) while it ran."""
     if number != signal.SIGKILL:
         return say("signal", signal=signal_text(number))
     return say("oom-kill" if oom_kills else "sigkill")

@@ -39,7 +39,7 @@ class RankEnd:
     signal: int | None
     time: float
     eth0_route: bool = True  # its instance's eth0 still had a route when it ended
-    oom_kills: int | None = None  # OOM kills its instance's cgroup counted while it ran
+    oom_kills: int | None = None  # OOM kills its memory cgroup counted while it ran (None: unknown)
 
     @property
     def failed(self) -> bool:
@@ -108,7 +108,6 @@ def read_ends(folder: Path) -> dict[int, RankEnd]:
             _int(r.get("signal")),
             float(r.get("time") or 0),
             r.get("eth0_route") is not False,
-            _int(r.get("oom_kills")),
         )
         for rank, r in _rows(folder, "exit").items()
     }

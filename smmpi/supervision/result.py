@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from smmpi.causes import ranked
+from smmpi.supervision.oom import oom_kills
 from smmpi.toolkit.hosts import host_of_rank
 from smmpi.toolkit.shape import JobShape
 
@@ -48,6 +49,8 @@ class Run:
     started: float  # time.time() at the start
     code: int | None  # how the launched process ended (None: killed by smmpi)
     sessions: Path | None = None  # where Open MPI writes its session files (the run dir's)
+    # the OOM kills smmpi's memory cgroup had counted as the run started (the ranks start later)
+    oom_kills: int | None = field(default_factory=oom_kills)
 
     def host(self, rank: int) -> str:
         return host_of_rank(rank, self.shape.ppn, self.shape.instances)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from smmpi.causes import say, signal_text
 from smmpi.mpi_output import FailureScan, Pitfall, printable
 from smmpi.supervision.exits import Blame, Ends
+from smmpi.supervision.oom import with_oom_kills
 from smmpi.supervision.rank_records import read_init_ends
 from smmpi.supervision.result import EXIT_FAILED, Run, RunResult
 from smmpi.supervision.room import full_line
@@ -98,6 +99,7 @@ def blame(result: RunResult, ends: Ends, scan: FailureScan, run: Run) -> None:
         return
     if _init_ended(result, run):
         return
+    ends = with_oom_kills(ends, run.oom_kills)  # a SIGKILL: the OOM killer's?
     found = ends.blame(scan.signalled)
     if found is None:  # no record: a rank that never started, or one mpirun started itself
         first = scan.failed_rank()

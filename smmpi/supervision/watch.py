@@ -22,8 +22,7 @@
   mpirun's command line carries no ``-x`` per host; starts the rank, which
   holds the read end of a pipe only this process writes to (if this process is
   killed first, the rank's hook records it); writes ``rank-R.exit`` (exit code
-  or signal, and when; after a SIGKILL, the OOM kills its memory cgroup counted
-  meanwhile) in ``$SMMPI_STACK_DIR`` when it ends; and ends the same
+  or signal, and when) in ``$SMMPI_STACK_DIR`` when it ends; and ends the same
   way, so mpirun sees what it would have seen. Signals mpirun sends reach the
   rank through the process group they share; a signal sent to this process
   alone is passed on. It imports only built-in modules: one starts per rank.
@@ -132,38 +131,12 @@ def eth0_routed() -> bool:
         return True
 
 
-def oom_kills() -> int | None:
-    """The OOM kills this process's memory cgroup has counted (cgroup v2 ``memory.events``,
-    v1 ``memory.oom_control``); None where no such file can be read."""
-    try:
-        with open("/proc/self/cgroup", encoding="ascii", errors="replace") as f:
-            rows = [line.rstrip("\n").split(":", 2) for line in f]
-    except OSError:
-        return None
-    files = []
-    for row in rows:
-        if len(row) == 3 and not row[1]:
-            files.append(f"/sys/fs/cgroup{row[2].rstrip('/')}/memory.events")
-        elif len(row) == 3 and "memory" in row[1].split(","):
-            files.append(f"/sys/fs/cgroup/memory{row[2].rstrip('/')}/memory.oom_control")
-    for path in files:
-        try:
-            with open(path, encoding="ascii", errors="replace") as f:
-                for line in f:
-                    if line.startswith("oom_kill "):
-                        return int(line.split()[1])
-        except (OSError, ValueError):
-            continue
-    return None
-
-
 def rank_main(host_file: str, command: list[str]) -> None:
     with open(host_file, "rb") as f:
         for entry in f.read().split(b"\0"):
             name, eq, value = entry.partition(b"=")
             if eq:
                 os.environb[name] = value
-    ooms = oom_kills()  # the count before the rank: a SIGKILL after it says what killed it
     read_end, _write_end = os.pipe()  # the write end closes when this process ends
     os.environ[LAUNCHER_FD] = str(read_end)
     child = start(command, os.getpid(), dies_with_parent=False, keep=read_end)
@@ -175,13 +148,11 @@ def rank_main(host_file: str, command: list[str]) -> None:
     code = os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     rank = rank_id()
-    after = oom_kills() if sig == signal.SIGKILL and ooms is not None else None
-    oom = "null" if after is None or ooms is None else after - ooms
     row = (
         f'{{"rank": {rank if rank.isdigit() else "null"}, "pid": {child}, '
         f'"code": {"null" if code is None else code}, '
         f'"signal": {"null" if sig is None else sig}, "time": {time.time()!r}, '
-        f'"eth0_route": {"true" if eth0_routed() else "false"}, "oom_kills": {oom}}}'
+        f'"eth0_route": {"true" if eth0_routed() else "false"}}}'
     )
     folder = os.environ.get("SMMPI_STACK_DIR")
     if folder:

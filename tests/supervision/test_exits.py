@@ -8,7 +8,7 @@ from pathlib import Path
 
 from smmpi.causes import say
 from smmpi.supervision.exits import Ends
-from smmpi.supervision.rank_records import user_frame
+from smmpi.supervision.rank_records import RankEnd, user_frame
 
 
 def _record(folder: Path, name: str, row: dict[str, object]) -> None:
@@ -64,12 +64,11 @@ def test_a_sigkill_before_any_other_end_outranks_a_later_exit_code(tmp_path: Pat
     assert blame is not None and (blame.rank, blame.phrase) == (1, say("sigkill"))
 
 
-def test_an_oom_kill_counted_by_the_cgroup_is_named_for_certain(tmp_path: Path) -> None:
-    row = {"rank": 1, "code": None, "signal": 9, "time": 100.0, "oom_kills": 1}
-    _record(tmp_path, "rank-1.exit", row)
-    blame = Ends.read(tmp_path).blame()
+def test_an_oom_kill_counted_by_the_cgroup_is_named_for_certain() -> None:
+    ends = Ends(ends={1: RankEnd(1, None, 9, 100.0, oom_kills=1)})
+    blame = ends.blame()
     assert blame is not None and (blame.rank, blame.phrase) == (1, say("oom-kill"))
-    assert "out of memory (its instance's cgroup counted an OOM kill)" in blame.phrase
+    assert "out of memory (its memory cgroup counted an OOM kill)" in blame.phrase
 
 
 def test_mpiruns_sigkill_after_another_ranks_failure_is_collateral(tmp_path: Path) -> None:
