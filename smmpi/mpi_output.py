@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from smmpi.causes import say, signalled
 from smmpi.mpi_lines import LineAssembler, Tagged, is_tagged, split_tags
 
 __all__ = [
@@ -259,16 +260,21 @@ class FailureScan:
             return min(self.signalled)
         return next(iter(self.exited), None)
 
-    def reason(self, rank: int) -> str:
+    def phrase(self, rank: int) -> str:
+        """What the output tells of ``rank``'s failure, in the words of :mod:`smmpi.causes`."""
         if rank in self.exceptions:
-            return self.exceptions[rank]
+            return say("exception", text=self.exceptions[rank])
         if rank == self.aborted_rank and self.abort_code is not None:
-            return f"exit code {self.abort_code} (MPI_Abort)"
+            code = self.abort_code
+            return say("mpi-abort-zero") if code == 0 else say("mpi-abort", code=code)
         if rank in self.signalled:
-            return f"killed by signal {self.signalled[rank]}"
+            return signalled(self.signalled[rank])
         if rank in self.exited:
-            return f"exit code {self.exited[rank]}"
-        return "exited abnormally"
+            return say("exit-code", code=self.exited[rank])
+        return say("abnormal")
+
+    def reason(self, rank: int) -> str:
+        return self.phrase(rank).removeprefix("failed: ")
 
 
 _UNPRINTABLE_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\udc80-\udcff]")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from smmpi.causes import say
 from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged, split_tags
 
 # Seed 004's log: ranks that print without a newline share physical lines.
@@ -49,7 +50,16 @@ def test_failure_scan_reads_mpirun_abort_and_signal_lines() -> None:
     assert aborted.failed_rank() == 1 and aborted.reason(1) == "exit code 7 (MPI_Abort)"
     killed = FailureScan()
     killed.feed("mpirun noticed that process rank 3 with PID 42 on node h exited on signal 9")
-    assert killed.failed_rank() == 3 and killed.reason(3) == "killed by signal 9"
+    # the words of the local runs' records (the table of causes): the signal's name, and what
+    # a SIGKILL may mean
+    assert killed.failed_rank() == 3 and killed.phrase(3) == say("sigkill")
+    segv = FailureScan()
+    segv.feed("mpirun noticed that process rank 0 with PID 42 on node h exited on signal 11")
+    assert segv.reason(0) == "killed by signal 11 (SIGSEGV)"
+    zero = FailureScan()
+    zero.feed("MPI_ABORT was invoked on rank 2 in communicator MPI_COMM_WORLD")
+    zero.feed("  Errorcode: 0")
+    assert zero.phrase(2) == "called MPI_Abort(0)"
 
 
 def test_a_line_fed_in_parts_goes_on_with_the_rank_its_last_part_ended_in() -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from smmpi.aws.errors import aws_errors
+from smmpi.causes import ranked, summary
 from smmpi.mpi_output import FailureScan, LineAssembler, Tagged, is_tagged
 from smmpi.ops.status import JobStatus, describe, poll, status_of
 from smmpi.toolkit.hosts import host_name
@@ -160,7 +161,8 @@ def _tagged(host: str, t: Tagged) -> LogLine:
 
 
 def failure_summary(st: JobStatus, scan: FailureScan) -> list[str]:
-    """Why a job failed, in at most two lines: the rank to blame, then SageMaker's reason.
+    """Why a job failed, in at most two lines: the rank to blame, then SageMaker's reason,
+    in the words of the table of causes (:mod:`smmpi.causes`).
 
     The per-rank view hides untagged lines (mpirun's abort notice, the
     toolkit's error), so what they said is summarised here.
@@ -168,10 +170,10 @@ def failure_summary(st: JobStatus, scan: FailureScan) -> list[str]:
     out: list[str] = []
     rank = scan.failed_rank()
     if rank is not None:
-        where = f" ({scan.hosts[rank]})" if rank in scan.hosts else ""
-        out.append(f"rank {rank}{where} failed: {scan.reason(rank)}")
-    if st.status == "Failed" and st.failure_reason:
-        out.append(f"{st.name} Failed: {st.failure_reason.strip().splitlines()[0]}")
+        out.append(ranked(rank, scan.hosts.get(rank), scan.phrase(rank)))
+    reason = summary(st.failure_reason) if st.status == "Failed" else None
+    if reason:
+        out.append(f"{st.name} Failed: {reason}")
     return out
 
 

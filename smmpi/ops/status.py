@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from smmpi.aws.errors import aws_errors
 from smmpi.aws.facts import TERMINAL, check_job_name
+from smmpi.causes import summary
 from smmpi.ops.drivers import LOCAL_WORLD, drivers_world
 from smmpi.ops.local_jobs import LOCAL_PPN
 from smmpi.toolkit.request import MPI_PROCESSES_PER_HOST
@@ -80,7 +81,7 @@ class JobStatus:
         if self.billable_seconds is not None:
             rows.append(("billable", f"{self.billable_seconds} s"))
         if self.failure_reason:
-            rows.append(("failure", self.failure_reason.splitlines()[0]))
+            rows.append(("failure", summary(self.failure_reason) or ""))
         if self.metrics:
             rows.append(("metrics", ", ".join(f"{k} {v:g}" for k, v in self.metrics)))
         if self.model_artifacts:

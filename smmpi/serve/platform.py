@@ -8,7 +8,9 @@
   S3 prefix, from serve's S3, into the job's work folder; the request the
   local runner gets names those folders (``file://``) instead of S3.
 - ``upload``: ``model.tar.gz`` and ``output.tar.gz`` to ``S3OutputPath/JOB/output/``.
-- ``failure_reason``: what DescribeTrainingJob's FailureReason says.
+
+A failed job's FailureReason is :func:`smmpi.platform.failure_reason.reason`, the
+same text a local job records.
 """
 
 from __future__ import annotations
@@ -16,18 +18,15 @@ from __future__ import annotations
 import copy
 import os
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
 from smmpi.archives import tar_dirs
 from smmpi.serve.s3store import S3Store
-from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.request import decode_hyperparameters, hosts
 from smmpi.trees import entries
 
 _IMAGE_RE = re.compile(r"/(tensorflow|pytorch)-training:")
-FAILURE_CHARS = 1024
 
 
 def _split(uri: str) -> tuple[str, str]:
@@ -183,88 +182,3 @@ def upload(request: dict[str, Any], name: str, hosts_dir: Path, s3: S3Store, wor
         tar_dirs([m / folder for m in ml], path, below=hosts_dir)
         s3.put(bucket, base + archive, path.read_bytes())
     return f"s3://{bucket}/{base}model.tar.gz"
-
-
-def program_failure(hosts_dir: Path, runner_line: str | None) -> str | None:
-    """The first 1024 characters of a program's own ``/opt/ml/output/failure``, if one wrote it."""
-    if not hosts_dir.is_dir():
-        return None
-    for host in sorted(hosts_dir.iterdir()):
-        path = host / "opt" / "ml" / "output" / "failure"
-        if path.is_file() and not path.is_symlink():
-            text = path.read_text(encoding="utf-8", errors="replace")
-            if TOOLKIT_TEXT.match(text):
-                return None  # the container's toolkit wrote it (here: smmpi's model of it)
-            if text.strip() and text.strip() != (runner_line or "").strip():
-                return text[:FAILURE_CHARS]
-    return None
-
-
-# What the toolkit writes to algo-1's /opt/ml/output/failure (smmpi.toolkit.failure)
-TOOLKIT_TEXT = re.compile(
-    r'(\w+:\nExitCode -?\d+\n)ErrorMessage "(.*)"\n((?:ExtraInfo ".*"\n)?Command ".*")\s*\Z', re.S
-)
-
-
-def toolkit_reason(hosts_dir: Path, line: str | None) -> str | None:
-    """``AlgorithmError: `` and algo-1's failure file as the toolkit wrote it, its error
-    message and command shortened so that smmpi's line naming rank and host fits whole."""
-    path = hosts_dir / "algo-1" / "opt" / "ml" / "output" / "failure"
-    if not path.is_file() or path.is_symlink():
-        return None
-    found = TOOLKIT_TEXT.match(path.read_text(encoding="utf-8", errors="replace"))
-    if found is None:
-        return None
-    head = "AlgorithmError: " + found.group(1) + 'ErrorMessage "'
-    last = f"\nsmmpi: {line}"[:400] if line else ""
-    command = found.group(3)
-    message = _shorten(found.group(2), 300)
-    room = FAILURE_CHARS - len(head) - len(message) - len(last) - 2
-    return head + message + '"\n' + _shorten(command, room) + last
-
-
-def _shorten(text: str, room: int) -> str:
-    return text if len(text) <= room else text[: max(0, room - 3)] + "..."
-
-
-def failure_reason(
-    request: dict[str, Any], exit_code: int, line: str | None, message: str | None = None
-) -> str:
-    """The toolkit's text for a failed user script, then smmpi's line naming rank and host.
-
-    The container command is shortened (``...``) so that the whole fits SageMaker's 1024
-    characters with smmpi's line whole.
-    """
-    try:
-        command = shlex.join(container_mpirun(request))
-    except (KeyError, ValueError, TypeError):
-        command = "mpirun"
-    head = (
-        f"AlgorithmError: ExecuteUserScriptError:\nExitCode {exit_code}\n"
-        f'ErrorMessage "{(message or "")[:300]}"\nCommand "'
-    )
-    tail = f'", exit code: {exit_code}' + (f"\nsmmpi: {line}"[:400] if line else "")
-    room = FAILURE_CHARS - len(head) - len(tail)
-    if len(command) > room:
-        command = command[: max(0, room - 3)] + "..."
-    return head + command + tail
-
-
-def reason(request: dict[str, Any], result: dict[str, Any], hosts_dir: Path) -> str:
-    """FailureReason: serve's own problem, else the program's failure file, else the toolkit's."""
-    if result.get("upload"):
-        reason = str(result["upload"])
-    elif result.get("error"):  # the local runner refused the request before starting it
-        reason = f"ClientError: {result.get('line')}"
-    else:
-        line = result.get("line")
-        reason = (
-            program_failure(hosts_dir, line)
-            or toolkit_reason(hosts_dir, line)
-            or (
-                failure_reason(
-                    request, int(result.get("exit_code") or 1), line, result.get("reason")
-                )
-            )
-        )
-    return reason[:FAILURE_CHARS]

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from smmpi.platform import failure_reason
 from smmpi.serve import platform
 from smmpi.serve.jobs import TERMINAL, JobStore
 from smmpi.serve.logs import JobLogs
@@ -285,7 +286,7 @@ class JobRunner:
             status, secondary = "Stopped", running.why_stop
         elif status != "Completed":
             status = "Failed"
-            fields["FailureReason"] = platform.reason(request, result, hosts_dir)
+            fields["FailureReason"] = failure_reason.reason(request, result, hosts_dir)
         self._end(name, status, secondary, **fields)
         more = f" ({secondary})" if secondary and secondary != status else ""
         self.event(f"{name}: {status}{more}")

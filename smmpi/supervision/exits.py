@@ -4,8 +4,10 @@ One classification for both modes, from what the ranks and their watchers record
 (:mod:`.rank_records`; never from mpirun's text, which Open MPI 4.1 sometimes loses).
 
 The rank to blame is the one whose failure came first, a failure being
-anything but a signal Open MPI sends the others when one fails (SIGTERM,
-SIGKILL), unless nothing else failed.
+anything but a signal Open MPI sends the others when one fails: SIGTERM, and
+SIGKILL once another rank had failed. A SIGKILL that came before any other end
+(the kernel's OOM killer, ``kill -9``) is the failure. The words are the table's
+(:mod:`smmpi.causes`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from smmpi.causes import say, signal_text
 from smmpi.supervision.rank_records import (
     RankAbort,
     RankEnd,
@@ -30,10 +33,10 @@ from smmpi.supervision.rank_records import (
     read_statuses,
     read_strays,
     read_unfinalized,
-    signal_text,
 )
 
-COLLATERAL = (signal.SIGTERM, signal.SIGKILL)  # what mpirun sends the others when one fails
+COLLATERAL = signal.SIGTERM  # what mpirun sends the others when one fails
+LATE_COLLATERAL = signal.SIGKILL  # what it sends them next: a cause only when it came first
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class Event:
     rank: int
     phrase: str
     collateral: bool = False
+    killed: bool = False  # SIGKILL: collateral unless no other rank had ended before
 
 
 @dataclass
@@ -92,21 +96,22 @@ class Ends:
         """What rank ``rank`` did that failed the run, if anything (one classification)."""
         if rank in self.exceptions:
             exc = self.exceptions[rank]
-            return Event(exc.time, rank, f"failed: {exc.text}")
+            return Event(exc.time, rank, say("exception", text=exc.text))
         if rank in self.aborts:
             abort = self.aborts[rank]
             if abort.code == 0:
-                return Event(abort.time, rank, "called MPI_Abort(0)")
-            return Event(abort.time, rank, f"failed: exit code {abort.code} (MPI_Abort)")
+                return Event(abort.time, rank, say("mpi-abort-zero"))
+            return Event(abort.time, rank, say("mpi-abort", code=abort.code))
         if rank in self.statuses:  # sys.exit(N): mpi4py aborts with N at exit
             status = self.statuses[rank]
-            return Event(status.time, rank, f"failed: exit code {status.code}")
+            return Event(status.time, rank, say("exit-code", code=status.code))
         end = self.ends.get(rank)
         if end is not None:
             if not end.failed:
                 return self._unfinalized(end)
-            collateral = end.signal in COLLATERAL
-            return Event(end.time, rank, f"failed: {end.cause}", collateral)
+            phrase = f"failed: {end.cause}"
+            collateral, killed = end.signal == COLLATERAL, end.signal == LATE_COLLATERAL
+            return Event(end.time, rank, phrase, collateral, killed)
         if rank in self.orphans:
             return self._orphaned(self.orphans[rank], launcher_signal)
         if rank in self.pids and launcher_signal is not None:
@@ -120,7 +125,7 @@ class Ends:
         """Exit code 0 without ``MPI_Finalize``: mpirun then stops the other ranks."""
         if end.rank not in self.unfinalized:
             return None
-        return Event(end.time, end.rank, "failed: exited without MPI_Finalize (exit code 0)")
+        return Event(end.time, end.rank, say("unfinalized"))
 
     def _orphaned(self, orphan: RankOrphan, launcher_signal: int | None) -> Event:
         how = (
@@ -129,11 +134,7 @@ class Ends:
             else f"was killed by signal {signal_text(launcher_signal)}"
         )
         where = f" (the rank was at {orphan.where})" if orphan.where else ""
-        phrase = (
-            f"failed: the process that started it (smmpi's rank watcher) {how} "
-            f"while the rank ran{where}"
-        )
-        return Event(orphan.time, orphan.rank, phrase)
+        return Event(orphan.time, orphan.rank, say("launcher-killed", how=how, where=where))
 
     def blame(self, signalled: dict[int, int] | None = None) -> Blame | None:
         """The rank whose failure came first (``signalled``: mpirun's word on how the
@@ -142,7 +143,7 @@ class Ends:
         ranks |= set(signalled or {}) & set(self.pids)
         events = [e for r in ranks if (e := self.event(r, (signalled or {}).get(r))) is not None]
         events.sort(key=lambda e: (e.time, e.rank))
-        first = next((e for e in events if not e.collateral), events[0] if events else None)
+        first = next((e for e in events if _cause(e, events)), events[0] if events else None)
         return Blame(first.rank, first.phrase) if first is not None else None
 
     def stray_lines(self, host_of: Callable[[int], str]) -> list[str]:
@@ -158,3 +159,12 @@ class Ends:
             names = "; ".join(f"{s.command} (pid {s.pid})" for s in strays)
             lines.append(f"killed {len(strays)} stray process(es) left by {who}: {names}")
         return lines
+
+
+def _cause(event: Event, events: list[Event]) -> bool:
+    """``event`` failed the run: not mpirun's SIGTERM, and a SIGKILL only if no rank had
+    ended before it (mpirun's SIGKILL follows another rank's failure; the OOM killer's
+    comes first)."""
+    if event.collateral:
+        return False
+    return not event.killed or all(e.time >= event.time for e in events)

@@ -15,7 +15,7 @@ from pathlib import Path
 from smmpi.bounded import FileRefused, read_regular
 from smmpi.mpi_output import HANG_PITFALLS, Pitfall
 from smmpi.platform.layout import host_dirs
-from smmpi.supervision.verdict import Run
+from smmpi.supervision.result import Run
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in ')
 SOURCE_MAX_BYTES = 4 * 1024 * 1024  # a program's source file read to show one line of it

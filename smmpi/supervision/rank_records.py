@@ -20,21 +20,14 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smmpi.causes import ended
+
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in ')
 _LAUNCH_FRAMES = ("<frozen ", "/mpi4py/", "/threading.py")
-
-
-def signal_text(number: int) -> str:
-    """``9 (SIGKILL)``: the number and its name."""
-    try:
-        return f"{number} ({signal.Signals(number).name})"
-    except ValueError:
-        return str(number)
 
 
 @dataclass(frozen=True)
@@ -46,6 +39,7 @@ class RankEnd:
     signal: int | None
     time: float
     eth0_route: bool = True  # its instance's eth0 still had a route when it ended
+    oom_kills: int | None = None  # OOM kills its memory cgroup counted while it ran (None: unknown)
 
     @property
     def failed(self) -> bool:
@@ -53,9 +47,8 @@ class RankEnd:
 
     @property
     def cause(self) -> str:
-        if self.signal is not None:
-            return f"killed by signal {signal_text(self.signal)}"
-        return f"exit code {self.code}"
+        """Its cause's words from the table (:mod:`smmpi.causes`), after ``failed: ``."""
+        return ended(self.code, self.signal, self.oom_kills).removeprefix("failed: ")
 
 
 @dataclass(frozen=True)

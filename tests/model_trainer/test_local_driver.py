@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from smmpi.causes import summary, with_line
 from tests.helpers import base_env, processes_left, smmpi, write
 
 WORLD = (
@@ -88,14 +89,15 @@ def test_a_failed_rank_is_named_beside_the_drivers_own_failure_text(tmp_path: Pa
     assert driver_line.endswith("returned non-zero exit status 1.")
     record = json.loads(out)
     assert record["TrainingJobStatus"] == "Failed"
-    reason = record["FailureReason"]
-    assert reason.startswith("rank 3 (algo-2) failed: RuntimeError: rank three is broken\n")
-    assert "AlgorithmError: Traceback (most recent call last):" in reason
-    # algo-1's /opt/ml/output/failure is the driver's own (common/utils.py write_failure_file)
+    # algo-1's /opt/ml/output/failure is the driver's own (common/utils.py write_failure_file),
+    # and the FailureReason is it, as smmpi serve's (and SageMaker's), then smmpi's line
     hosts = Path(record["LocalHostsDir"])
     failure = (hosts / "algo-1" / "opt" / "ml" / "output" / "failure").read_text()
     assert failure.startswith("Traceback (most recent call last):")
     assert 'sm_drivers/common/utils.py", line' in failure
+    line = "rank 3 (algo-2) failed: RuntimeError: rank three is broken"
+    assert record["FailureReason"] == with_line(failure, line)
+    assert summary(record["FailureReason"]) == line
     assert processes_left(str(tmp_path)) == []
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from smmpi.causes import say
 from smmpi.mpi_output import FailureScan
 from smmpi.ops import cloudwatch
 from smmpi.ops import status as ops_status
@@ -285,7 +286,22 @@ def test_failure_summary_names_the_rank_and_sagemakers_reason() -> None:
     )
     assert cloudwatch.failure_summary(failed, scan) == [
         "rank 2 failed: ValueError: bad shard",
-        f"{JOB} Failed: AlgorithmError: ExecuteUserScriptError:",
+        f"{JOB} Failed: AlgorithmError: ExecuteUserScriptError: ExitCode 1",
     ]
+    # a FailureReason that carries smmpi's line (smmpi serve's) is summed up by that line
+    served = dataclasses.replace(
+        failed, failure_reason=failed.failure_reason + "\nsmmpi: rank 2 (algo-2) failed: boom"
+    )
+    assert cloudwatch.failure_summary(served, FailureScan())[-1] == (
+        f"{JOB} Failed: rank 2 (algo-2) failed: boom"
+    )
+    # a rank killed by a signal reads as a local run's line does: the signal's name, and the
+    # table's words for SIGKILL (the log cannot tell an OOM kill from kill -9)
+    killed = FailureScan()
+    killed.feed(
+        "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed)."
+    )
+    stopped = dataclasses.replace(failed, status="Stopped", failure_reason=None)
+    assert cloudwatch.failure_summary(stopped, killed) == [f"rank 1 {say('sigkill')}"]
     completed = dataclasses.replace(failed, status="Completed", failure_reason=None)
     assert cloudwatch.failure_summary(completed, FailureScan()) == []

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from smmpi.causes import summary
 from tests.helpers import smmpi
 
 FAIL = """\
@@ -63,8 +64,10 @@ def test_a_failed_job_leaves_the_toolkits_files(jobs_env: dict[str, str], tmp_pa
     )
     record = json.loads((job / "describe.json").read_text())
     assert record["TrainingJobStatus"] == "Failed"
-    # smmpi's own line names the rank, in its output and record
-    assert record["FailureReason"].startswith("rank 3 (algo-2) failed: ZeroDivisionError")
+    # SageMaker's FailureReason, then smmpi's own line naming the rank, as smmpi serve's
+    reason = record["FailureReason"]
+    assert reason.startswith("AlgorithmError: ExecuteUserScriptError:\nExitCode 1\n"), reason
+    assert (summary(reason) or "").startswith("rank 3 (algo-2) failed: ZeroDivisionError")
     algo1, algo2 = (job / "hosts" / h / "opt" / "ml" / "output" for h in ("algo-1", "algo-2"))
     text = (algo1 / "failure").read_text()
     assert text.startswith('ExecuteUserScriptError:\nExitCode 1\nErrorMessage "ZeroDivisionError')

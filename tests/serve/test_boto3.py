@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import tarfile
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
 
+from smmpi.ops.status import status_of
+from tests.helpers import BIN
 from tests.serve.serving import (
     ServeProcess,
     demo_source,
@@ -84,8 +88,14 @@ def _script_job(serve: ServeProcess, bucket: str, name: str, text: str, *args: s
     serve.client("sagemaker").create_training_job(**request)
 
 
+def _without_message(reason: str) -> str:
+    """A FailureReason without its ErrorMessage (mpirun's output, which varies)."""
+    head, _, rest = reason.partition('ErrorMessage "')
+    return head + rest[rest.index('"\nCommand "') :]
+
+
 def test_a_failing_rank_is_the_failure_reason(
-    serve: ServeProcess, bucket: str, job_name: str
+    serve: ServeProcess, bucket: str, job_name: str, tmp_path: Path
 ) -> None:
     _script_job(serve, bucket, job_name, FAILING)
     desc = wait_end(serve, job_name)
@@ -94,8 +104,39 @@ def test_a_failing_rank_is_the_failure_reason(
     reason = desc["FailureReason"]
     assert reason.startswith("AlgorithmError: ExecuteUserScriptError:\nExitCode 1\n"), reason
     assert "mpirun --host algo-1,algo-2 -np 2" in reason
-    assert "smmpi: rank 1 (algo-2) failed: ValueError: rank one gives up" in reason
+    line = "rank 1 (algo-2) failed: ValueError: rank one gives up"
+    assert reason.endswith(f", exit code: 1\nsmmpi: {line}"), reason
     assert len(reason) <= 1024
+    # one failure, one FailureReason: submit --local of the same program records the same
+    # text (its ErrorMessage is mpirun's output, which varies from run to run), and smmpi
+    # status sums either up by smmpi's line
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text(FAILING, encoding="utf-8")
+    env = {**serve.env, "SMMPI_LOCAL_JOBS": str(tmp_path / "jobs")}
+    local = subprocess.run(
+        [BIN / "smmpi", "submit", tmp_path / "src" / "train.py", "--local", "-N", "2", "-n", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert local.returncode == 1 and local.stderr.splitlines()[-1] == f"smmpi: {line}", local
+    record = json.loads(next((tmp_path / "jobs").glob("*/describe.json")).read_text())
+    recorded = record["FailureReason"]
+    assert _without_message(recorded) == _without_message(reason), recorded
+    status = subprocess.run(
+        [str(BIN / "smmpi"), "status", job_name],
+        env=serve.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # what smmpi status shows of the record (its times are text in describe.json)
+    local_status = "\n".join(
+        status_of({k: v for k, v in record.items() if "Time" not in k}).lines()
+    )
+    for shown in (status.stdout, local_status):
+        assert ["failure", line] in [row.split(None, 1) for row in shown.splitlines()], shown
     lines = [line for ls in log_lines(serve, job_name).values() for line in ls]
     assert any("rank 1 says hello" in line for line in lines)
 

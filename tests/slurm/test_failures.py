@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from smmpi.causes import say
+from smmpi.mpi_output import PITFALLS
 from tests.helpers import smmpi
 from tests.slurm.cluster_helpers import Cluster
 
@@ -32,7 +34,10 @@ if comm.Get_rank() == 4:
 comm.Barrier()
 """
 
-LINE_004 = "rank 3 (node2) failed: AttributeError: module 'numpy' has no attribute 'float'."
+# named as a local run names it: the rank's exception, then the pitfall's cause and fix
+NP_FLOAT = next(p for p in PITFALLS if p.key == "numpy-alias").note_for({"alias": "float"})
+EXCEPTION = "failed: AttributeError: module 'numpy' has no attribute 'float'."
+LINE_004 = "rank 3 (node2) " + say("pitfall", phrase=EXCEPTION, note=NP_FLOAT)
 
 
 def _with_launch(cluster: Cluster, tmp_path: Path, launch: str) -> dict[str, str]:

@@ -6,8 +6,9 @@ import json
 import os
 from pathlib import Path
 
+from smmpi.causes import say
 from smmpi.supervision.exits import Ends
-from smmpi.supervision.rank_records import user_frame
+from smmpi.supervision.rank_records import RankEnd, user_frame
 
 
 def _record(folder: Path, name: str, row: dict[str, object]) -> None:
@@ -52,7 +53,30 @@ def test_the_first_failure_by_time_is_blamed_when_all_were_signalled(tmp_path: P
     _record(tmp_path, "rank-0.exit", {"rank": 0, "code": None, "signal": 15, "time": 101.0})
     _record(tmp_path, "rank-1.exit", {"rank": 1, "code": None, "signal": 9, "time": 100.0})
     blame = Ends.read(tmp_path).blame()
-    assert blame is not None and (blame.rank, blame.reason) == (1, "killed by signal 9 (SIGKILL)")
+    assert blame is not None and (blame.rank, blame.phrase) == (1, say("sigkill"))
+
+
+def test_a_sigkill_before_any_other_end_outranks_a_later_exit_code(tmp_path: Path) -> None:
+    """Blamed before: rank 0, whose exit code 3 was its answer to mpirun's SIGTERM."""
+    _record(tmp_path, "rank-1.exit", {"rank": 1, "code": None, "signal": 9, "time": 100.0})
+    _record(tmp_path, "rank-0.status", {"code": 3, "time": 101.0})
+    blame = Ends.read(tmp_path).blame()
+    assert blame is not None and (blame.rank, blame.phrase) == (1, say("sigkill"))
+
+
+def test_an_oom_kill_counted_by_the_cgroup_is_named_for_certain() -> None:
+    ends = Ends(ends={1: RankEnd(1, None, 9, 100.0, oom_kills=1)})
+    blame = ends.blame()
+    assert blame is not None and (blame.rank, blame.phrase) == (1, say("oom-kill"))
+    assert "out of memory (its memory cgroup counted an OOM kill)" in blame.phrase
+
+
+def test_mpiruns_sigkill_after_another_ranks_failure_is_collateral(tmp_path: Path) -> None:
+    """A rank that ignored mpirun's SIGTERM and got its SIGKILL is not to blame."""
+    _record(tmp_path, "rank-0.exc", {"text": "ValueError: first", "time": 100.0})
+    _record(tmp_path, "rank-1.exit", {"rank": 1, "code": None, "signal": 9, "time": 101.0})
+    blame = Ends.read(tmp_path).blame()
+    assert blame is not None and (blame.rank, blame.phrase) == (0, "failed: ValueError: first")
 
 
 def test_abort_status_and_exception_records_name_what_the_rank_did(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from smmpi.causes import own_lines
 from smmpi.ops.local_jobs import (
     configured_keep,
     create_folder,
@@ -34,6 +35,7 @@ from smmpi.ops.local_jobs import (
     tighten,
 )
 from smmpi.ops.signals import held
+from smmpi.platform import failure_reason
 from smmpi.platform.container_files import seed_checkpoints, write_status_files
 from smmpi.platform.run_metrics import for_job, record_final
 from smmpi.runners.base import RunOptions
@@ -72,8 +74,8 @@ def _conclude(
     """Record how the job ended and pack its artifacts as SageMaker does; returns the status.
 
     The instances' status files are the container's (:mod:`smmpi.platform.container_files`); the
-    record's FailureReason is smmpi's line naming the rank. ``output.tar.gz`` holds
-    ``output/data`` (as ``data/...``), as SageMaker's does.
+    record's FailureReason is SageMaker's text, then smmpi's line naming the rank (as serve's).
+    ``output.tar.gz`` holds ``output/data`` (as ``data/...``), as SageMaker's does.
     """
     run_dir = folder / "hosts"
     hosts = [HostDirs(run_dir / h / "opt" / "ml") for h in shape.hosts]
@@ -91,6 +93,9 @@ def _conclude(
     )
     failed = result.exit_code != EXIT_OK
     failure = (result.failure_line or result.status) if failed else None
+    if result.status == "Failed":  # SageMaker's text, as smmpi serve gives it
+        fields = {"line": failure, "exit_code": result.exit_code, "reason": result.reason}
+        failure = failure_reason.reason(request, fields, run_dir)
     finish(record, request, hosts, folder, failure, result)
     return str(record["TrainingJobStatus"])
 
@@ -105,7 +110,7 @@ def _ending_lines(job: LocalJob, seconds: float) -> list[str]:
         ]
     return [
         f"smmpi: local job {name} {job.status} (the instances' files: {folder / 'hosts'})",
-        f"smmpi: {job.record['FailureReason']}",
+        f"smmpi: {own_lines(job.record['FailureReason'], job.result.failure_line)}",
     ]
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from smmpi.supervision.result import EXIT_FAILED, RunResult
 from smmpi.supervision.room import free_bytes, full_line, needed, sessions_folder
-from smmpi.supervision.verdict import EXIT_FAILED, RunResult
 from smmpi.toolkit.shape import JobShape
 
 SESSIONS = "OMPI_MCA_orte_tmpdir_base"  # where Open MPI writes its session files

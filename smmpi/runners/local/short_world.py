@@ -9,7 +9,7 @@ record; smmpi's own runs fail a world other than N x n, naming the driver's ``-n
 from __future__ import annotations
 
 from smmpi.ops.drivers import LOCAL_WORLD
-from smmpi.supervision.verdict import RunResult
+from smmpi.supervision.result import RunResult
 from smmpi.toolkit.driver_world import short_world
 
 __all__ = ["LOCAL_WORLD", "settle_world"]

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from smmpi.causes import say
 from smmpi.mpi_output import printable
 from smmpi.platform.layout import (
     credentials_note,
@@ -41,23 +42,18 @@ from smmpi.supervision.exits import Ends
 from smmpi.supervision.hangs import hang_pitfall
 from smmpi.supervision.output import Output, report_stacks
 from smmpi.supervision.rank_records import read_ends
-from smmpi.supervision.tree import Supervisor, sigterm_interrupts
-from smmpi.supervision.verdict import (
+from smmpi.supervision.result import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TIMEOUT,
     Run,
     RunResult,
-    blame,
-    check_started,
-    check_world,
-    failed,
-    lost_network,
-    name_lost_network,
-    stack_notes,
-    timed_out,
 )
+from smmpi.supervision.timeouts import lost_network, name_lost_network, stack_notes, timed_out
+from smmpi.supervision.tree import Supervisor, sigterm_interrupts
+from smmpi.supervision.verdict import blame, failed
+from smmpi.supervision.world import check_started, check_world
 from smmpi.toolkit.failure import error_message
 from smmpi.toolkit.shape import JobShape
 
@@ -159,7 +155,7 @@ def _wait(
     result.stacks = supervisor.dump_stacks()
     pids = supervisor.rank_pids()
     result.exit_code, result.status = EXIT_TIMEOUT, "TimedOut"
-    result.reason = f"timed out after {timeout:g} s"
+    result.reason = say("timeout", seconds=timeout)
     lost = lost_network(pids, run)
     ends = Ends.read(supervisor.stack_dir)
     result.notes = stack_notes(ends, run)
@@ -274,7 +270,7 @@ def _supervise(
                 _wait(supervisor, result, timeout, start, output, run)
             except KeyboardInterrupt:
                 result.exit_code, result.status = EXIT_INTERRUPTED, "Interrupted"
-                result.reason = "interrupted; every rank was stopped"
+                result.reason = say("interrupted")
                 supervisor.kill_all()
     finally:
         supervisor.reap_ranks()

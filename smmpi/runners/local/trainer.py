@@ -38,6 +38,7 @@ from smmpi.ops.local_jobs import (
     tighten,
 )
 from smmpi.ops.signals import held
+from smmpi.platform import failure_reason
 from smmpi.platform.container_files import (
     restore_checkpoints,
     seed_checkpoints,
@@ -135,11 +136,10 @@ def _conclude(
     status = STATUS_OF[result.status]
     record.update(TrainingJobStatus=status, SecondaryStatus=status, TrainingEndTime=now())
     text = _driver_failure(run_dir)
-    failure = None
-    if result.exit_code != EXIT_OK:
-        failure = (result.failure_line or result.status) + (
-            f"\nAlgorithmError: {text}" if text else ""
-        )
+    failure = (result.failure_line or result.status) if result.exit_code != EXIT_OK else None
+    if result.status == "Failed":  # SageMaker's text, as smmpi serve gives it
+        fields = {"line": failure, "exit_code": result.exit_code, "reason": result.reason}
+        failure = failure_reason.reason(request, fields, run_dir)
     finish(record, request, hosts, folder, failure, result)
     return text
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from smmpi.causes import summary
 from tests.helpers import MotoServer, make_bucket, smmpi
 
 ROLE = "arn:aws:iam::123456789012:role/smmpi-test"
@@ -165,8 +166,10 @@ def test_failing_job_records_the_reason(local_env: dict[str, str], tmp_path: Pat
     script.write_text(FAILING)
     job = run_local(MPIJob(entry=str(script), instances=2, ppn=2))
     assert job.status == "Failed" and job.exit_code == 1
-    reason = "rank 1 (algo-1) failed: ValueError: boom on purpose"
-    assert job.record["FailureReason"] == reason
+    # SageMaker's text (as smmpi serve gives it), then smmpi's line naming rank and host
+    reason = job.record["FailureReason"]
+    assert reason.startswith("AlgorithmError: ExecuteUserScriptError:\nExitCode 1\n"), reason
+    assert summary(reason) == "rank 1 (algo-1) failed: ValueError: boom on purpose"
     record = json.loads((job.folder / "describe.json").read_text())
     assert record["TrainingJobStatus"] == "Failed" and record["FailureReason"] == reason
     # the instances hold the container's files: the toolkit's failure on algo-1, success on algo-2

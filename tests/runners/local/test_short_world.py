@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from smmpi.runners.local.short_world import settle_world
-from smmpi.supervision.verdict import RunResult
+from smmpi.supervision.result import RunResult
 
 
 def _result(reason: str | None = None, rank: int | None = None) -> RunResult:
