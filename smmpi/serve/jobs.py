@@ -50,7 +50,7 @@ MESSAGES = {
 #: What ListTrainingJobs shows of a job (all that memory keeps of an ended one).
 SUMMARY = (
     "TrainingJobName", "TrainingJobArn", "CreationTime", "TrainingEndTime",
-    "LastModifiedTime", "TrainingJobStatus", "SecondaryStatus",
+    "LastModifiedTime", "TrainingJobStatus", "SecondaryStatus", "WarmPoolStatus",
 )  # fmt: skip
 
 #: The request's fields DescribeTrainingJob echoes back.
@@ -70,7 +70,7 @@ def job_arn(region: str, name: str) -> str:
 
 
 #: A job's summary as memory keeps it (None for a field the job does not have yet).
-Summary = tuple[str, str, float, "float | None", float, str, str]
+Summary = tuple[str, str, float, "float | None", float, str, str, "dict[str, Any] | None"]
 
 
 def _summary(record: dict[str, Any]) -> Summary:
@@ -83,17 +83,20 @@ def _summary(record: dict[str, Any]) -> Summary:
         record["LastModifiedTime"],
         sys.intern(str(record["TrainingJobStatus"])),
         sys.intern(str(record["SecondaryStatus"])),
+        record.get("WarmPoolStatus"),
     )
 
 
 def _shown(summary: Summary) -> dict[str, Any]:
     """ListTrainingJobs' summary (``SUMMARY``'s fields) of a job."""
-    name, region, created, ended, modified, status, secondary = summary
+    name, region, created, ended, modified, status, secondary, warm = summary
     shown = {"TrainingJobName": name, "TrainingJobArn": job_arn(region, name),
              "CreationTime": created, "TrainingEndTime": ended, "LastModifiedTime": modified,
              "TrainingJobStatus": status, "SecondaryStatus": secondary}  # fmt: skip
     if ended is None:
         del shown["TrainingEndTime"]
+    if warm is not None:
+        shown["WarmPoolStatus"] = warm
     return shown
 
 

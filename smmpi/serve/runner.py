@@ -29,6 +29,7 @@ from smmpi.serve.logs import JobLogs
 from smmpi.serve.metrics import JobMetrics
 from smmpi.serve.s3store import S3Store
 from smmpi.serve.state import read_json, subfolder, write_json
+from smmpi.serve.warm_pools import WarmPools
 from smmpi.toolkit import worker_log
 from smmpi.toolkit.request import hosts
 from smmpi.trees import TreeRefused
@@ -80,6 +81,7 @@ class JobRunner:
         self.runs = subfolder(root, "runs")
         self.metrics = JobMetrics(root)
         self.slots = threading.Semaphore(parallel)
+        self.pools = WarmPools(store, event)
         self.running: dict[str, Running] = {}
         self.lock = threading.Lock()
 
@@ -94,6 +96,7 @@ class JobRunner:
         for folder in (self.work_root, self.runs):
             for leftover in folder.iterdir():
                 shutil.rmtree(leftover, ignore_errors=True)
+        self.pools.recover()
 
     def start(self, name: str) -> None:
         running = Running()
@@ -128,6 +131,7 @@ class JobRunner:
             thread = self.running.get(name, Running()).thread
             if thread is not None:
                 thread.join(max(0.1, deadline - time.monotonic()))
+        self.pools.close()
 
     def _end(self, name: str, status: str, secondary: str | None = None, **fields: Any) -> None:
         now = time.time()
@@ -143,6 +147,7 @@ class JobRunner:
         with self.store.lock:  # one change: no reader sees the status without its transition
             self.store.update(name, TrainingJobStatus=status, TrainingEndTime=now, **fields)
             self.store.transition(name, secondary or status)
+        self.pools.release(name, status)
 
     def _guarded(self, name: str, running: Running) -> None:
         try:
@@ -172,6 +177,7 @@ class JobRunner:
             if running.stop.is_set():
                 self._end(name, "Stopped")
                 return
+            self.pools.claim(name)
             self._slot(name, request, record["_Region"], running)
 
     def _slot(self, name: str, request: dict[str, Any], region: str, running: Running) -> None:
