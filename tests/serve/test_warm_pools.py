@@ -100,9 +100,9 @@ def _job(serve: ServeProcess, bucket: str, name: str, role: str, *args: str) -> 
 
 
 def _warm(serve: ServeProcess, name: str) -> dict[str, Any]:
-    status: dict[str, Any] = serve.client("sagemaker").describe_training_job(
-        TrainingJobName=name
-    )["WarmPoolStatus"]
+    status: dict[str, Any] = serve.client("sagemaker").describe_training_job(TrainingJobName=name)[
+        "WarmPoolStatus"
+    ]
     return status
 
 
