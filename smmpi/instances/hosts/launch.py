@@ -75,6 +75,9 @@ class Pod:
     # False: the instances use this machine's network, not eth0s on a bridge of their own (a
     # code's install, which reaches the user's package index as a container's does).
     own_network: bool = True
+    # Warm instances (smmpi.instances.warm): descriptors the pod inherits, its lease on them,
+    # then each instance's network and UTS namespaces, which it joins instead of making them.
+    warm: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,7 @@ def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> di
         "cwd": cwd,
         "userns": needs_user_namespace(),
         "own_network": pod.own_network,
+        "warm": list(pod.warm),
         "ip": tool("ip") or "ip",
     }
 

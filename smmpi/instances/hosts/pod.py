@@ -101,7 +101,7 @@ def _fork_holders(instances: list[instance.Instance]) -> list[Holder]:
 def _wire(spec: dict[str, Any], holders: list[Holder], instances: list[instance.Instance]) -> None:
     """Bridge + veths in this namespace (none on this machine's network), then each holder
     brings its eth0 up."""
-    if spec.get("own_network", True):
+    if spec.get("own_network", True) and not spec.get("warm"):  # warm: wired already
         batch = plan.bridge_batch([h.pid for h in holders])
         done = subprocess.run(
             [spec["ip"], "-batch", "-"], input=batch, capture_output=True, text=True, check=False
@@ -136,6 +136,7 @@ def _sshd_log(spec: dict[str, Any], name: str) -> str:
 def set_up(spec: dict[str, Any]) -> list[Holder]:
     hosts: list[str] = spec["hosts"]
     envs: list[dict[str, str]] = spec.get("host_env") or [None] * len(hosts)
+    warm: list[int] = spec.get("warm") or []  # the lease, then two namespaces per instance
     instances = [
         instance.Instance(
             name,
@@ -152,6 +153,7 @@ def set_up(spec: dict[str, Any]) -> list[Holder]:
             _sshd_log(spec, name),
             tuple(spec.get("own_copies") or ()),
             worker=k > 1,
+            joins=tuple(warm[2 * k - 1 : 2 * k + 1]),
         )
         for k, name in enumerate(hosts, start=1)
     ]
@@ -272,6 +274,8 @@ def _let_survivors_record(holders: set[int], wait: float = 0.5) -> None:
 
 def outer(spec: dict[str, Any]) -> int:
     """Create the pod's namespaces, fork its PID 1, relay signals, pass its status on."""
+    for fd in spec.get("warm") or []:  # the pod's own processes hold them, no command it runs
+        os.set_inheritable(fd, False)
     try:
         if spec["userns"]:
             uid, gid = os.getuid(), os.getgid()

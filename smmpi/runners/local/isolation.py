@@ -14,6 +14,7 @@ paths re-rooted into each instance's tree; for machines without namespaces.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -25,6 +26,7 @@ from typing import Any
 from smmpi.instances.hosts import argv as hosts_argv
 from smmpi.instances.hosts import launch, pids
 from smmpi.instances.machine import gpu_env
+from smmpi.instances.warm import lease as warm
 from smmpi.platform.layout import SECRETS, host_dirs, launch_env, site_dir, stack_dir
 from smmpi.platform.opt_ml import OptMlWatch
 from smmpi.runners.base import Progress
@@ -177,7 +179,10 @@ def _hosts(
     if toolkit is not None:
         started = exact_mode.toolkit_command(shape, run_dir, base, envs[0], keep, toolkit)
         return Launch(started.argv, launch.pod_env(), "hosts", pids.outside_ids, (started.spec_fd,))
+    leased = None if exact else warm.for_run(shape.instances, shape.ppn, shape.instance_type)
+    held = leased.fds() if leased else ()
     pod = launch.Pod(tuple(shape.hosts), trees, run_dir, envs, keep, stack_dir(run_dir), exact)
+    pod = dataclasses.replace(pod, warm=held)
     # Each rank starts under the rank watcher, which records how it ended; its host file adds
     # no variable: the instance's environment and mpirun's -x have made the rank's already.
     watcher = rank_command(write_host_file(run_dir, "isolated", {}), [python], python)
@@ -191,7 +196,8 @@ def _hosts(
     inside[inside.index("--parent") + 1] = "0"
     command = launch.command(pod, inside, envs[0], f"{CONTAINER_ROOT}/code")
     # The pod starts from nothing of this environment: what the instances get is in its spec.
-    return Launch(command.argv, launch.pod_env(), "hosts", pids.outside_ids, (command.spec_fd,))
+    fds = (command.spec_fd, *held)
+    return Launch(command.argv, launch.pod_env(), "hosts", pids.outside_ids, fds)
 
 
 def sharing_cores(world_size: int, env: Mapping[str, str]) -> dict[str, str]:
