@@ -59,6 +59,10 @@ CASES: list[tuple[str, str, list[str], str, str, tuple[str, ...]]] = [
         for value in ("0", "1e30", "2419201", "9" * 400, "")
     ),
     ("max-wait", "demo", ["--spot", "--max-wait", "2419201"], "max_wait", "2419200", SUBMITS),
+    *(
+        (f"keep-warm-{value}", "demo", ["--keep-warm", value], "--keep-warm", "0 to 3600", ("run",))
+        for value in ("-1", "3601", "1.5", "ten", "", "9" * 400)
+    ),
 ]
 
 
@@ -100,6 +104,7 @@ def _here(tmp_path: Path) -> tuple[dict[str, str], Path]:
 def _nothing_made(tmp_path: Path) -> None:
     assert not any((tmp_path / "tmp").glob("smmpi-*"))  # no run folder
     assert not (tmp_path / "jobs").exists()  # no local job
+    assert not (tmp_path / "home" / ".smmpi" / "warm").exists()  # no warm instances
     assert processes_left(str(tmp_path)) == []
 
 

@@ -205,6 +205,12 @@ def for_run(instances: int, ppn: int, instance_type: str) -> Lease | None:
     return lease
 
 
+def unused(why: str) -> None:
+    """One line when a run that asked for warm instances cannot keep them (``why``)."""
+    if requested():
+        print(f"smmpi: --keep-warm: {why}; nothing is kept", file=sys.stderr)
+
+
 def end_all() -> list[str]:
     """``--keep-warm 0``: end every keeper of this user's; the shapes they kept."""
     try:

@@ -168,6 +168,8 @@ def _hosts(
     (run_dir / ".smmpi" / "ompi").mkdir(parents=True, exist_ok=True)
     mpi_prefix = Path(launcher.mpirun).resolve().parent.parent
     keep = (Path(python).parent, Path(python).resolve().parent, mpi_prefix, *map(Path, extra_paths))
+    if container is not None or exact:
+        warm.unused("exact mode and a request's own container start make their own instances")
     if container is not None:  # the request's own container start (ModelTrainer's entrypoint)
         started = container(shape, run_dir, base, keep)
         return Launch(started.argv, launch.pod_env(), "hosts", pids.outside_ids, (started.spec_fd,))
@@ -253,6 +255,7 @@ def prepare(
     """
     if mode == "hosts":
         return _hosts(shape, run_dir, launcher, python, extra_env, extra_paths, exact, container)
+    warm.unused("processes mode has no instances to keep")
     # Secrets the user passed reach the ranks through mpirun's environment, which they
     # inherit, and never through the host files on disk.
     secrets = {k: v for k, v in (extra_env or {}).items() if k in SECRETS}
