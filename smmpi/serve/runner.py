@@ -81,7 +81,7 @@ class JobRunner:
         self.runs = subfolder(root, "runs")
         self.metrics = JobMetrics(root)
         self.slots = threading.Semaphore(parallel)
-        self.pools = WarmPools(store, event)
+        self.pools = WarmPools(store, subfolder(root, "warm"), event)
         self.running: dict[str, Running] = {}
         self.lock = threading.Lock()
 
@@ -218,7 +218,7 @@ class JobRunner:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=_worker_env(self.runs),
+            env={**_worker_env(self.runs), **self.pools.worker_env(name)},
             preexec_fn=_die_with_parent,
         )
         running.proc = proc

@@ -19,13 +19,17 @@ heterogeneous cluster's ``InstanceGroups`` never match).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from smmpi.aws.facts import KEEP_ALIVE_LIMIT
+from smmpi.instances.warm import lease
 from smmpi.serve.errors import validation
 from smmpi.serve.jobs import JobStore
 
@@ -63,6 +67,11 @@ def pool_key(region: str, request: dict[str, Any]) -> str:
     return json.dumps([region, shared], sort_keys=True, default=str)
 
 
+def pool_name(key: str) -> str:
+    """The name of a pool's keeper (lease.py): the same for every job that matches it."""
+    return "pool" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
 @dataclass
 class Pool:
     """A completed job's instances, kept: ``owner``'s WarmPoolStatus is the pool's."""
@@ -79,12 +88,26 @@ class WarmPools:
     def __init__(
         self,
         store: JobStore,
+        folder: Path,
         event: Callable[[str], None] = lambda line: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.store, self.event, self.clock = store, event, clock
+        self.store, self.folder, self.event, self.clock = store, folder, event, clock
         self.pools: dict[str, Pool] = {}  # owner -> its pool
         self.lock = threading.Lock()
+
+    def worker_env(self, name: str) -> dict[str, str]:
+        """What job ``name``'s worker needs to run on its pool's instances, and keep them."""
+        record = self.store.get(name)
+        seconds = min(keep_alive(record), KEEP_ALIVE_LIMIT)
+        if not seconds:
+            return {}
+        pool = pool_name(pool_key(record["_Region"], record))
+        return {lease.ENV: str(seconds), lease.POOL: pool, "SMMPI_WARM_DIR": str(self.folder)}
+
+    def _end_instances(self, name: str) -> None:
+        record = self.store.get(name)
+        lease.end(self.folder, pool_name(pool_key(record["_Region"], record)) + "-")
 
     def _status(self, name: str, status: str, **more: Any) -> None:
         self.store.update(name, WarmPoolStatus={"Status": status, **more})
@@ -123,6 +146,7 @@ class WarmPools:
         if not seconds:
             return
         if status != "Completed":
+            self._end_instances(name)
             self._status(name, "Terminated", ResourceRetainedBillableTimeInSeconds=0)
             return
         pool = Pool(name, pool_key(record["_Region"], record), self.clock())
@@ -146,6 +170,7 @@ class WarmPools:
             del self.pools[owner]
             if current.timer is not None:
                 current.timer.cancel()
+        self._end_instances(owner)
         retained = self._retained(current)
         self._status(owner, "Terminated", ResourceRetainedBillableTimeInSeconds=retained)
         self.event(f"{owner}: warm pool terminated after {retained} s")
@@ -179,7 +204,9 @@ class WarmPools:
             self._terminate(owner)
 
     def recover(self) -> None:
-        """After serve ended without closing them: pools it left Available are Terminated."""
+        """After serve ended without closing them: pools it left Available are Terminated,
+        and the instances it kept for them end."""
+        lease.end(self.folder)
         for summary in self.store.snapshot():
             name = summary["TrainingJobName"]
             shown = summary.get("WarmPoolStatus") or {}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import DEMO_FILES, ROOT, base_env
+from tests.instances.hosts.keepers import gone, keepers
 from tests.serve.serving import (
     ServeProcess,
     demo_source,
@@ -89,6 +90,12 @@ def test_sdk_v2_pair_second_job_reuses_the_first_ones_pool(
     assert ended["Status"] == "Terminated"
     assert ended["ResourceRetainedBillableTimeInSeconds"] >= 0
     assert serve.wait_for(f"{names[1]}: reuses the warm pool of {names[0]}", timeout=5)
+    # the instances themselves: made by the first job, and the second runs on them
+    made = serve.wait_for(f"{names[0]}: smmpi: warm instances pool", timeout=5)
+    assert made.endswith("made and kept 120 s after the run"), made
+    reused = serve.wait_for(f"{names[1]}: smmpi: warm instances pool", timeout=5)
+    assert reused.endswith("reused; kept 120 s after the run"), reused
+    assert made.split()[4] == reused.split()[4]  # the same pool's instances
 
 
 def _job(serve: ServeProcess, bucket: str, name: str, role: str, *args: str) -> dict[str, Any]:
@@ -157,8 +164,10 @@ def test_serves_stop_terminates_every_available_pool(tmp_path: Path) -> None:
         make_bucket(first, "warm-stop")
         desc = _job(first, "warm-stop", "warm-stop-job", _role("stop"), "--keep-alive", "3600")
         assert desc["WarmPoolStatus"] == {"Status": "Available"}
+        assert keepers(state / "warm")  # its instances, kept
     finally:
         assert first.stop() == 0
+    gone(state / "warm", "the instances kept after serve stopped")  # nothing outlives serve
     again = ServeProcess(state, env)
     try:
         shown = _warm(again, "warm-stop-job")

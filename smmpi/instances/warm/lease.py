@@ -13,6 +13,7 @@ lease ends with the pod, and the keeper's idle time starts then.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import re
 import select
@@ -29,6 +30,7 @@ from smmpi.errors import BadInput
 from smmpi.instances.hosts import launch
 
 ENV = "SMMPI_KEEP_WARM"  # seconds; smmpi run --keep-warm sets it for the run
+POOL = "SMMPI_WARM_POOL"  # a name of the pool beyond the shape (serve's warm pools: their key)
 START_SECONDS = 60.0  # a keeper that has not made its instances by then is given up on
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
@@ -96,14 +98,17 @@ def _connect(path: Path) -> socket.socket | None:
     if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.getuid():
         raise WarmRefused(f"{path} is not a keeper's socket; leaving it as it is")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(str(path))
+    here = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:  # through the folder's descriptor: a socket's path has a length limit
+        sock.connect(f"/proc/self/fd/{here}/{path.name}")
     except (ConnectionRefusedError, FileNotFoundError):
         sock.close()
         with contextlib.suppress(FileNotFoundError):
             if os.lstat(path).st_ino == info.st_ino:
                 os.unlink(path)  # its keeper was killed: what it left goes
         return None
+    finally:
+        os.close(here)
     return sock
 
 
@@ -194,6 +199,8 @@ def for_run(instances: int, ppn: int, instance_type: str) -> Lease | None:
     if not keep:
         return None
     key = shape_key("hosts", instances, ppn, instance_type)
+    if os.environ.get(POOL):
+        key = shape_key(f"{os.environ[POOL]}-hosts", instances, ppn, instance_type)
     try:
         lease = take(key, instances, keep)
     except (OSError, WarmRefused) as err:
@@ -217,15 +224,24 @@ def end_all() -> list[str]:
         where = folder(create=False)
     except (FileNotFoundError, WarmRefused):
         return []
-    ended = []
-    for path in sorted(where.glob("*.sock")):
-        sock = _connect(path)
-        if sock is None:
-            continue
-        with sock:
-            sock.settimeout(10)
-            sock.sendall(b"end\n")
-            with contextlib.suppress(OSError):
-                sock.recv(64)
-        ended.append(path.name[: -len(".sock")])
-    return ended
+    return [path.name[: -len(".sock")] for path in sorted(where.glob("*.sock")) if _end(path)]
+
+
+def end(where: Path, prefix: str = "") -> None:
+    """End the keepers in ``where`` whose name starts with ``prefix`` (one pool's; all)."""
+    for path in where.glob(f"{glob.escape(prefix)}*.sock"):
+        with contextlib.suppress(OSError, WarmRefused):
+            _end(path)
+
+
+def _end(path: Path) -> bool:
+    """Tell the keeper at ``path`` to end; whether one was there."""
+    sock = _connect(path)
+    if sock is None:
+        return False
+    with sock:
+        sock.settimeout(10)
+        sock.sendall(b"end\n")
+        with contextlib.suppress(OSError):
+            sock.recv(64)
+    return True

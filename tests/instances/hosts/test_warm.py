@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import stat
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from tests.helpers import base_env, smmpi
 from tests.instances.hosts.footprint import Machine, namespaces_in_use, new_namespaces
+from tests.instances.hosts.keepers import gone, holders, keeper, keepers
 
 #: Each rank: its host, network and mount namespaces, whether the last job's files are here;
 #: then it leaves files of its own in /tmp and /opt/ml for the next job to (not) find.
@@ -24,6 +24,7 @@ rank = MPI.COMM_WORLD.Get_rank()
 left = [p for p in ("/tmp/left-by-a-job", "/opt/ml/output/left-by-a-job") if os.path.exists(p)]
 net, mnt = os.readlink("/proc/self/ns/net"), os.readlink("/proc/self/ns/mnt")
 print("SEEN", rank, socket.gethostname(), net, mnt, ",".join(left) or "-", flush=True)
+MPI.COMM_WORLD.Barrier()  # every rank has looked before any writes (two share each host)
 for path in ("/tmp/left-by-a-job", "/opt/ml/output/left-by-a-job"):
     with open(path, "w") as f:
         f.write("job")
@@ -64,26 +65,6 @@ def _run(env: dict[str, str], program: str, keep: str) -> tuple[list[list[str]],
     return sorted(seen), done.stderr
 
 
-def keepers(warm: Path) -> list[int]:
-    """Live keepers of ``warm`` and their holders (their command line names the folder)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if len(words) > 6 and b"warm.keeper" in words[4] and words[6] == str(warm).encode():
-            found.append(int(pid))
-    return found
-
-
-def _gone(warm: Path, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while keepers(warm):
-        assert time.monotonic() < deadline, f"{what}: {keepers(warm)} still alive"
-        time.sleep(0.1)
-
-
 def test_a_repeated_run_reuses_the_instances_but_nothing_of_the_last_job(
     env: dict[str, str], program: str, tmp_path: Path, nothing_left: None
 ) -> None:
@@ -94,18 +75,20 @@ def test_a_repeated_run_reuses_the_instances_but_nothing_of_the_last_job(
     assert stat.S_IMODE(os.lstat(warm).st_mode) == 0o700
     (sock,) = warm.iterdir()
     assert stat.S_ISSOCK(os.lstat(sock).st_mode) and stat.S_IMODE(os.lstat(sock).st_mode) == 0o600
+    kept = sorted(keepers(warm))
+    held = {os.readlink(f"/proc/{pid}/ns/net") for pid in holders(warm)}  # alive: unique
+    assert {s[2] for s in first} == held  # the run was on the kept instances' networks
     second, said = _run(env, program, "600")
     assert "smmpi: warm instances hosts-2x2-ml.c5.2xlarge: reused; kept 600 s" in said, said
+    assert sorted(keepers(warm)) == kept  # the same keeper and holders
     for one, two in zip(first, second, strict=True):
-        rank, host, net, mnt, left = two
+        rank, host, net, _, left = two
         assert (rank, host, net) == tuple(one[:3])  # the same host: its name, eth0, addresses
-        assert mnt != one[3]  # its own mounts: a fresh /opt/ml, /tmp and /etc
         assert left == "-", f"rank {rank} found the last job's files: {left}"
-    assert len({s[2] for s in second}) == 2  # one network per instance, as before
     done = smmpi(["run", "--keep-warm", "0"], env)
     assert done.returncode == 0 and done.stdout == "", done.stderr
     assert done.stderr == "smmpi: warm instances hosts-2x2-ml.c5.2xlarge: ended\n"
-    _gone(warm, "after --keep-warm 0")
+    gone(warm, "after --keep-warm 0")
     assert list(warm.iterdir()) == []
 
 
@@ -114,7 +97,7 @@ def test_the_keeper_ends_itself_after_its_idle_seconds(
 ) -> None:
     warm = tmp_path / "warm"
     _run(env, program, "1")
-    _gone(warm, "1 s after the run")
+    gone(warm, "1 s after the run")
     assert list(warm.iterdir()) == []
 
 
@@ -123,17 +106,17 @@ def test_what_a_killed_keeper_left_is_cleared_by_the_next_run(
 ) -> None:
     warm = tmp_path / "warm"
     first, _ = _run(env, program, "600")
-    keeper = min(keepers(warm))  # the keeper forks its holders: the lowest id is its own
-    os.kill(keeper, signal.SIGKILL)
-    _gone(warm, "its holders after SIGKILL of the keeper")
+    killed = keeper(warm)
+    os.kill(killed, signal.SIGKILL)
+    gone(warm, "its holders after SIGKILL of the keeper")
     (left,) = warm.iterdir()  # its socket: nobody answers there any more
     second, said = _run(env, program, "600")
     assert "made and kept 600 s" in said, said
     assert len(second) == len(first)
     assert [p.name for p in warm.iterdir()] == [left.name]
-    assert keepers(warm) and keeper not in keepers(warm)  # a new keeper answers there
+    assert keepers(warm) and killed not in keepers(warm)  # a new keeper answers there
     smmpi(["run", "--keep-warm", "0"], env)
-    _gone(warm, "after --keep-warm 0")
+    gone(warm, "after --keep-warm 0")
 
 
 def test_a_warm_folder_that_is_a_link_is_not_used(
