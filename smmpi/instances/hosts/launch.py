@@ -76,7 +76,8 @@ class Pod:
     # code's install, which reaches the user's package index as a container's does).
     own_network: bool = True
     # Warm instances (smmpi.instances.warm): descriptors the pod inherits, its lease on them,
-    # then each instance's network and UTS namespaces, which it joins instead of making them.
+    # the bridge's network namespace, then each instance's network and UTS namespaces, which
+    # it joins instead of making them.
     warm: tuple[int, ...] = ()
 
 

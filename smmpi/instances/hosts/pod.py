@@ -136,7 +136,7 @@ def _sshd_log(spec: dict[str, Any], name: str) -> str:
 def set_up(spec: dict[str, Any]) -> list[Holder]:
     hosts: list[str] = spec["hosts"]
     envs: list[dict[str, str]] = spec.get("host_env") or [None] * len(hosts)
-    warm: list[int] = spec.get("warm") or []  # the lease, then two namespaces per instance
+    warm: list[int] = spec.get("warm") or []  # lease, bridge, then two namespaces per instance
     instances = [
         instance.Instance(
             name,
@@ -153,7 +153,7 @@ def set_up(spec: dict[str, Any]) -> list[Holder]:
             _sshd_log(spec, name),
             tuple(spec.get("own_copies") or ()),
             worker=k > 1,
-            joins=tuple(warm[2 * k - 1 : 2 * k + 1]),
+            joins=tuple(warm[2 * k : 2 * k + 2]),
         )
         for k, name in enumerate(hosts, start=1)
     ]
@@ -274,16 +274,20 @@ def _let_survivors_record(holders: set[int], wait: float = 0.5) -> None:
 
 def outer(spec: dict[str, Any]) -> int:
     """Create the pod's namespaces, fork its PID 1, relay signals, pass its status on."""
-    for fd in spec.get("warm") or []:  # the pod's own processes hold them, no command it runs
+    warm: list[int] = spec.get("warm") or []
+    for fd in warm:  # the pod's own processes hold them, no command it runs
         os.set_inheritable(fd, False)
+    own_network = spec.get("own_network", True) and not warm
     try:
         if spec["userns"]:
             uid, gid = os.getuid(), os.getgid()
             kernel.unshare(kernel.CLONE_NEWUSER)
             kernel.map_root(uid, gid)
+        if warm:  # the kept bridge's network namespace
+            kernel.setns(warm[1])
         kernel.unshare(
             kernel.CLONE_NEWPID
-            | (kernel.CLONE_NEWNET if spec.get("own_network", True) else 0)
+            | (kernel.CLONE_NEWNET if own_network else 0)
             | kernel.CLONE_NEWNS
             | kernel.CLONE_NEWUTS
             | kernel.CLONE_NEWIPC

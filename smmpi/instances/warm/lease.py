@@ -80,13 +80,14 @@ class Lease:
     """Warm instances taken for one run: the keeper's connection and their namespaces."""
 
     conn: int  # the connection to the keeper (a descriptor)
+    bridge: int  # the keeper's network namespace, where the bridge is (a descriptor)
     namespaces: tuple[tuple[int, int], ...]  # per instance: its network and UTS namespaces
     cold: bool  # this run started the keeper
 
     def fds(self) -> tuple[int, ...]:
-        """What the pod inherits: the connection, then each instance's two namespaces.
-        Whoever starts the pod closes this process's copies once it has started."""
-        return (self.conn, *(fd for pair in self.namespaces for fd in pair))
+        """What the pod inherits: the connection, the bridge's namespace, then each
+        instance's two. Whoever starts the pod closes this process's copies once it has."""
+        return (self.conn, self.bridge, *(fd for pair in self.namespaces for fd in pair))
 
 
 def _connect(path: Path) -> socket.socket | None:
@@ -139,9 +140,12 @@ def _start_keeper(where: Path, key: str, count: int, keep: int) -> None:
 
 
 def _namespaces(keeper: int, holders: list[int]) -> tuple[tuple[int, int], ...]:
-    """Each holder's network and UTS namespaces, once it is known to be the keeper's child."""
+    """The keeper's network namespace, then each holder's network and UTS namespaces, once
+    it is known to be the keeper's child."""
     opened: list[tuple[int, int]] = []
     try:
+        bridge = os.open(f"/proc/{keeper}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        opened.append((bridge, bridge))
         for pid in holders:
             with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
                 parent = next((ln.split()[1] for ln in status if ln.startswith("PPid:")), "")
@@ -151,7 +155,7 @@ def _namespaces(keeper: int, holders: list[int]) -> tuple[tuple[int, int], ...]:
             opened.append((net, os.open(f"/proc/{pid}/ns/uts", os.O_RDONLY | os.O_CLOEXEC)))
     except (OSError, WarmRefused):
         for pair in opened:
-            for fd in pair:
+            for fd in set(pair):
                 os.close(fd)
         raise
     return tuple(opened)
@@ -189,7 +193,7 @@ def take(key: str, count: int, keep: int) -> Lease | None:
     if namespaces is None:
         sock.close()
         return None
-    return Lease(sock.detach(), namespaces, cold)
+    return Lease(sock.detach(), namespaces[0][0], namespaces[1:], cold)
 
 
 def for_run(instances: int, ppn: int, instance_type: str) -> Lease | None:
