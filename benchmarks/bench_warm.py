@@ -24,6 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_hosts import ENV, make_pod, timed
 from bench_local import BIN, _env, _time
 from bench_serve import Serve, _bucket, _prepared
 
@@ -57,6 +58,37 @@ def _runs(runs: int, env: dict[str, str]) -> dict[str, Any]:
         "warm_x_bare": round(medians["warm"] / medians["bare"], 3),
         "runs": {k: [round(x, 3) for x in v] for k, v in times.items()},
     }
+
+
+def _pods(runs: int, tmp: Path) -> dict[str, Any]:
+    """Set-up and teardown of 3 instances running ``true``: made by the pod, or kept (the
+    lease taken, the kept namespaces joined), as each run of ``smmpi run`` pays it."""
+    import dataclasses
+
+    from smmpi.instances.hosts import launch
+    from smmpi.instances.warm import lease
+
+    where = tmp / "pods-warm"
+    os.environ["SMMPI_WARM_DIR"] = str(where)
+
+    def warm_pod(pod: launch.Pod) -> None:
+        held = lease.take("bench-pod", 3, 600)
+        assert held is not None
+        proc = launch.start(dataclasses.replace(pod, warm=held.fds()), ["true"], ENV, "/")
+        for fd in held.fds():
+            os.close(fd)
+        assert proc.wait() == 0
+
+    warm_pod(make_pod(Path(tempfile.mkdtemp(dir=tmp)), 3))  # the keeper, made once
+    cold: list[float] = []
+    warm: list[float] = []
+    for _ in range(runs):
+        pod = make_pod(Path(tempfile.mkdtemp(dir=tmp)), 3)
+        cold.append(timed(lambda p=pod: launch.start(p, ["true"], ENV, "/").wait() and None))
+        pod = make_pod(Path(tempfile.mkdtemp(dir=tmp)), 3)
+        warm.append(timed(lambda p=pod: warm_pod(p)))
+    lease.end(where)
+    return {"cold_s": _med(cold), "warm_s": _med(warm)}
 
 
 def _job(serve: Serve, env: dict[str, str], name: str, keep: int | None) -> tuple[float, float]:
@@ -113,6 +145,7 @@ def main() -> int:
     env.update(SMMPI_LOCAL_JOBS=str(tmp / "local-jobs"))
     result: dict[str, Any] = {"load_before": os.getloadavg()[0]}
     try:
+        result["pod_3_instances"] = _pods(opts.runs * 4, tmp)
         result["smmpi_run_3x2"] = _runs(opts.runs, env)
         if not opts.skip_serve:
             result["serve_3x2"] = _serve(opts.runs, env, tmp)
@@ -122,6 +155,8 @@ def main() -> int:
     local = result["smmpi_run_3x2"]
     before, after = result["load_before"], result["load_after"]
     print(f"load average (1 min): {before:.1f} before, {after:.1f} after")
+    pods = result["pod_3_instances"]
+    print(f"pod of 3 running true: made {pods['cold_s']} s, kept (warm) {pods['warm_s']} s")
     print(f"bare mpirun -np 6 demo.py      : median {local['medians_s']['bare']} s")
     print(f"smmpi run demo -N 3 -n 2 (cold): median {local['medians_s']['cold']} s, "
           f"{local['cold_x_bare']}x bare (target <= 1.15)")  # fmt: skip

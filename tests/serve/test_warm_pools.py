@@ -95,7 +95,7 @@ def test_sdk_v2_pair_second_job_reuses_the_first_ones_pool(
     assert made.endswith("made and kept 120 s after the run"), made
     reused = serve.wait_for(f"{names[1]}: smmpi: warm instances pool", timeout=5)
     assert reused.endswith("reused; kept 120 s after the run"), reused
-    assert made.split()[4] == reused.split()[4]  # the same pool's instances
+    assert made.split()[6] == reused.split()[6]  # the same pool's instances
 
 
 def _job(serve: ServeProcess, bucket: str, name: str, role: str, *args: str) -> dict[str, Any]:

@@ -223,7 +223,7 @@ def start(
             stdout=stdout,
             stderr=stderr,
             env=pod_env(),
-            pass_fds=(pod_command.spec_fd,),
+            pass_fds=(pod_command.spec_fd, *pod.warm),
             preexec_fn=_die_with_smmpi,  # the pod dies with smmpi, however smmpi ends
             start_new_session=new_session,
         )

@@ -30,7 +30,7 @@ from smmpi.errors import BadInput
 from smmpi.instances.hosts import launch
 
 ENV = "SMMPI_KEEP_WARM"  # seconds; smmpi run --keep-warm sets it for the run
-POOL = "SMMPI_WARM_POOL"  # a name of the pool beyond the shape (serve's warm pools: their key)
+POOL = "SMMPI_WARM_POOL"  # a pool's name, which replaces the shape's (serve's warm pools)
 START_SECONDS = 60.0  # a keeper that has not made its instances by then is given up on
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
@@ -203,8 +203,8 @@ def for_run(instances: int, ppn: int, instance_type: str) -> Lease | None:
     if not keep:
         return None
     key = shape_key("hosts", instances, ppn, instance_type)
-    if os.environ.get(POOL):
-        key = shape_key(f"{os.environ[POOL]}-hosts", instances, ppn, instance_type)
+    if os.environ.get(POOL):  # the pool's name says which jobs match (not the ppn: SageMaker's)
+        key = re.sub(r"[^A-Za-z0-9.-]", "_", f"{os.environ[POOL]}-hosts")
     try:
         lease = take(key, instances, keep)
     except (OSError, WarmRefused) as err:
