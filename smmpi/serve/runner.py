@@ -147,7 +147,7 @@ class JobRunner:
         with self.store.lock:  # one change: no reader sees the status without its transition
             self.store.update(name, TrainingJobStatus=status, TrainingEndTime=now, **fields)
             self.store.transition(name, secondary or status)
-        self.pools.release(name, status)
+            self.pools.release(name, status)  # nor without its WarmPoolStatus
 
     def _guarded(self, name: str, running: Running) -> None:
         try:

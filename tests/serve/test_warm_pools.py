@@ -154,6 +154,17 @@ def test_a_job_that_fails_keeps_no_pool(serve: ServeProcess, bucket: str, job_na
         "Status": "Terminated",
         "ResourceRetainedBillableTimeInSeconds": 0,
     }
+    sm = serve.client("sagemaker")
+    with pytest.raises(sm.exceptions.ClientError) as refused:  # no pool left to keep longer
+        sm.update_training_job(
+            TrainingJobName=job_name, ResourceConfig={"KeepAlivePeriodInSeconds": 600}
+        )
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    assert "pool is InUse or Available" in refused.value.response["Error"]["Message"]
+    assert (
+        sm.describe_training_job(TrainingJobName=job_name)["ResourceConfig"]
+        == (request["ResourceConfig"])
+    )
 
 
 def test_serves_stop_terminates_every_available_pool(tmp_path: Path) -> None:
