@@ -19,7 +19,6 @@ heterogeneous cluster's ``InstanceGroups`` never match).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import time
@@ -67,11 +66,6 @@ def pool_key(region: str, request: dict[str, Any]) -> str:
     return json.dumps([region, shared], sort_keys=True, default=str)
 
 
-def pool_name(key: str) -> str:
-    """The name of a pool's keeper (lease.py): the same for every job that matches it."""
-    return "pool" + hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
 @dataclass
 class Pool:
     """A completed job's instances, kept: ``owner``'s WarmPoolStatus is the pool's."""
@@ -79,6 +73,7 @@ class Pool:
     owner: str
     key: str
     since: float  # when the owner ended (the retained time counts from here)
+    keeper: str  # the name of the keeper that holds its instances (lease.py)
     timer: threading.Timer | None = None
 
 
@@ -94,20 +89,16 @@ class WarmPools:
     ) -> None:
         self.store, self.folder, self.event, self.clock = store, folder, event, clock
         self.pools: dict[str, Pool] = {}  # owner -> its pool
+        self.keepers: dict[str, str] = {}  # a running job -> the keeper of its instances
         self.lock = threading.Lock()
 
     def worker_env(self, name: str) -> dict[str, str]:
         """What job ``name``'s worker needs to run on its pool's instances, and keep them."""
-        record = self.store.get(name)
-        seconds = min(keep_alive(record), KEEP_ALIVE_LIMIT)
-        if not seconds:
+        seconds = min(keep_alive(self.store.get(name)), KEEP_ALIVE_LIMIT)
+        keeper = self.keepers.get(name)
+        if not seconds or keeper is None:
             return {}
-        pool = pool_name(pool_key(record["_Region"], record))
-        return {lease.ENV: str(seconds), lease.POOL: pool, "SMMPI_WARM_DIR": str(self.folder)}
-
-    def _end_instances(self, name: str) -> None:
-        record = self.store.get(name)
-        lease.end(self.folder, pool_name(pool_key(record["_Region"], record)) + "-")
+        return {lease.ENV: str(seconds), lease.POOL: keeper, "SMMPI_WARM_DIR": str(self.folder)}
 
     def _status(self, name: str, status: str, **more: Any) -> None:
         self.store.update(name, WarmPoolStatus={"Status": status, **more})
@@ -128,6 +119,8 @@ class WarmPools:
                 del self.pools[pool.owner]
                 if pool.timer is not None:
                     pool.timer.cancel()
+        with self.lock:  # the pool's instances, or new ones named after the job
+            self.keepers[name] = pool.keeper if pool is not None else f"job-{name}"
         if pool is not None:
             self._status(
                 pool.owner,
@@ -143,13 +136,15 @@ class WarmPools:
         """As job ``name`` ends: a completed job's instances become an Available pool."""
         record = self.store.get(name)
         seconds = keep_alive(record)
+        with self.lock:
+            keeper = self.keepers.pop(name, f"job-{name}")
         if not seconds:
             return
         if status != "Completed":
-            self._end_instances(name)
+            lease.end(self.folder, keeper)
             self._status(name, "Terminated", ResourceRetainedBillableTimeInSeconds=0)
             return
-        pool = Pool(name, pool_key(record["_Region"], record), self.clock())
+        pool = Pool(name, pool_key(record["_Region"], record), self.clock(), keeper)
         with self.lock:
             self.pools[name] = pool
         self._status(name, "Available")
@@ -170,7 +165,7 @@ class WarmPools:
             del self.pools[owner]
             if current.timer is not None:
                 current.timer.cancel()
-        self._end_instances(owner)
+        lease.end(self.folder, current.keeper)
         retained = self._retained(current)
         self._status(owner, "Terminated", ResourceRetainedBillableTimeInSeconds=retained)
         self.event(f"{owner}: warm pool terminated after {retained} s")
@@ -189,12 +184,15 @@ class WarmPools:
         self.store.update(name, ResourceConfig=resources)
         with self.lock:
             pool = self.pools.get(name)
-            if pool is None:
-                return
-            pool.key = pool_key(record["_Region"], {**record, "ResourceConfig": resources})
-            if pool.timer is not None:
-                pool.timer.cancel()
-        self._expire_after(pool, pool.since + seconds - self.clock())
+            keeper = pool.keeper if pool is not None else self.keepers.get(name)
+            if pool is not None:
+                pool.key = pool_key(record["_Region"], {**record, "ResourceConfig": resources})
+                if pool.timer is not None:
+                    pool.timer.cancel()
+        if keeper is not None and seconds:  # its instances are kept as long
+            lease.keep(self.folder, keeper, min(seconds, KEEP_ALIVE_LIMIT))
+        if pool is not None:
+            self._expire_after(pool, pool.since + seconds - self.clock())
 
     def close(self) -> None:
         """serve stops: every Available pool is Terminated (nothing outlives serve)."""

@@ -9,9 +9,10 @@ as a pod does. It then listens on ``FOLDER/KEY.sock`` (0600, in a 0700 folder) a
 
 A client of the same user sends one line: ``take`` gets ``ok PID...`` (the holders' ids) and
 holds the pool until it closes the connection (one run at a time: another gets ``busy``);
-``end`` ends the keeper. It ends by itself SECONDS after the last lease ended, and on
-SIGTERM, SIGINT or SIGHUP. Its holders die with it (PR_SET_PDEATHSIG), and their namespaces
-with the last process in them: a run that has joined them keeps them until it ends.
+``end`` ends the keeper; ``keep N`` makes its idle period N seconds. It ends by itself
+SECONDS after the last lease ended, and on SIGTERM, SIGINT or SIGHUP. Its holders die with it
+(PR_SET_PDEATHSIG), and their namespaces with the last process in them: a run that has joined
+them keeps them until it ends.
 """
 
 from __future__ import annotations
@@ -121,6 +122,11 @@ def serve(listener: socket.socket, holders: list[int], seconds: float) -> None:
             if asked == "end":
                 conn.sendall(b"ended\n")
                 return
+            if asked.startswith("keep ") and asked[5:].isdigit():  # a new idle period
+                seconds = float(asked[5:])
+                conn.sendall(b"kept\n")
+                conn.close()
+                continue
             if asked != "take" or lease is not None:
                 with contextlib.suppress(OSError):
                     conn.sendall(b"busy\n" if asked == "take" else b"refused\n")

@@ -13,7 +13,6 @@ lease ends with the pod, and the keeper's idle time starts then.
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import re
 import select
@@ -203,8 +202,8 @@ def for_run(instances: int, ppn: int, instance_type: str) -> Lease | None:
     if not keep:
         return None
     key = shape_key("hosts", instances, ppn, instance_type)
-    if os.environ.get(POOL):  # the pool's name says which jobs match (not the ppn: SageMaker's)
-        key = re.sub(r"[^A-Za-z0-9.-]", "_", f"{os.environ[POOL]}-hosts")
+    if os.environ.get(POOL):  # the pool's own name (serve says which jobs match it)
+        key = re.sub(r"[^A-Za-z0-9.-]", "_", os.environ[POOL])
     try:
         lease = take(key, instances, keep)
     except (OSError, WarmRefused) as err:
@@ -231,21 +230,28 @@ def end_all() -> list[str]:
     return [path.name[: -len(".sock")] for path in sorted(where.glob("*.sock")) if _end(path)]
 
 
-def end(where: Path, prefix: str = "") -> None:
-    """End the keepers in ``where`` whose name starts with ``prefix`` (one pool's; all)."""
-    for path in where.glob(f"{glob.escape(prefix)}*.sock"):
+def end(where: Path, key: str | None = None) -> None:
+    """End the keeper ``key`` in ``where`` (None: every keeper there)."""
+    paths = [where / f"{key}.sock"] if key is not None else list(where.glob("*.sock"))
+    for path in paths:
         with contextlib.suppress(OSError, WarmRefused):
             _end(path)
 
 
-def _end(path: Path) -> bool:
-    """Tell the keeper at ``path`` to end; whether one was there."""
+def keep(where: Path, key: str, seconds: int) -> None:
+    """Keeper ``key`` in ``where`` now ends ``seconds`` after its last run (when there is one)."""
+    with contextlib.suppress(OSError, WarmRefused):
+        _end(where / f"{key}.sock", f"keep {seconds}")
+
+
+def _end(path: Path, what: str = "end") -> bool:
+    """Tell the keeper at ``path`` to end (or ``keep N``); whether one was there."""
     sock = _connect(path)
     if sock is None:
         return False
     with sock:
         sock.settimeout(10)
-        sock.sendall(b"end\n")
+        sock.sendall(f"{what}\n".encode())
         with contextlib.suppress(OSError):
             sock.recv(64)
     return True

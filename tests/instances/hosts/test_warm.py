@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -129,3 +130,23 @@ def test_a_warm_folder_that_is_a_link_is_not_used(
     assert "is not a folder of this user's only (0700, not a link); this run makes its own" in said
     assert list(elsewhere.iterdir()) == []
     assert keepers(tmp_path / "warm") == []
+
+
+def test_keep_gives_a_keeper_a_new_idle_period(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nothing_left: None
+) -> None:
+    """serve's UpdateTrainingJob lengthens a pool's period: its keeper is told (``keep N``)."""
+    from smmpi.instances.warm import lease
+
+    warm = tmp_path / "warm"
+    monkeypatch.setenv("SMMPI_WARM_DIR", str(warm))
+    held = lease.take("job-t", 2, 1)  # a keeper of 2 instances that ends 1 s after its run
+    assert held is not None and held.cold
+    for fd in held.fds():  # the run has ended
+        os.close(fd)
+    lease.keep(warm, "job-t", 600)
+    time.sleep(6)  # well past its first period: it would have ended by now
+    assert len(keepers(warm)) == 3
+    lease.end(warm, "job-t")
+    gone(warm, "after end")
+    assert list(warm.iterdir()) == []
