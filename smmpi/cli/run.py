@@ -79,7 +79,7 @@ def run_cmd(entry: str | None, args: tuple[str, ...], **options: Any) -> None:
     from smmpi.errors import BadInput
 
     o = RunFlags(**options)
-    if o.keep_warm is not None and _keep_warm(o.keep_warm, entry is None and not args):
+    if _keep_warm(o.keep_warm, entry is None and not args):
         return
     passed = {
         "pass_env": list(o.pass_env),
@@ -162,12 +162,16 @@ class RunFlags:
         }
 
 
-def _keep_warm(value: str, alone: bool) -> bool:
-    """``--keep-warm``: checked first; 0 ends the kept instances. True: nothing more to do."""
+def _keep_warm(value: str | None, alone: bool) -> bool:
+    """``--keep-warm`` (else ``$SMMPI_KEEP_WARM``), checked first; 0 ends the kept instances.
+    True: nothing more to do."""
     import os
 
     from smmpi.instances.warm import lease
 
+    if value is None:
+        lease.requested()  # a bad value in the environment is refused before anything runs
+        return False
     seconds = lease.seconds(value)
     if seconds:
         os.environ[lease.ENV] = str(seconds)  # read where the run makes its instances

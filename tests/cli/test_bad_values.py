@@ -117,6 +117,17 @@ def test_a_bad_value_is_one_line_before_anything_runs(
     _nothing_made(tmp_path)
 
 
+@pytest.mark.parametrize("value", ["-1", "3601", "ten"])
+def test_a_bad_keep_warm_in_the_environment_is_refused_before_anything_runs(
+    tmp_path: Path, value: str
+) -> None:
+    env, _ = _here(tmp_path)
+    env["SMMPI_KEEP_WARM"] = value
+    done = smmpi(["run", "demo", *SHAPE], env, cwd=tmp_path)
+    _refused(done, "SMMPI_KEEP_WARM", "whole seconds from 0 to 3600")
+    _nothing_made(tmp_path)
+
+
 @pytest.mark.parametrize(("mode", "entry", "flags", "field", "rule"), _cases(("local",)))
 def test_a_bad_value_makes_no_local_job(
     tmp_path: Path, mode: str, entry: str, flags: list[str], field: str, rule: str

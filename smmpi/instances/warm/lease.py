@@ -43,17 +43,17 @@ class WarmRefused(Exception):
     """Why this run cannot use warm instances (it runs cold; the message is one line)."""
 
 
-def seconds(value: object) -> int:
+def seconds(value: object, field: str = "--keep-warm") -> int:
     """``--keep-warm``'s value: whole seconds from 0 to the warm-pool limit."""
     text = str(value).strip()
     if not text.isdigit() or int(text) > KEEP_ALIVE_LIMIT:
-        raise BadInput("--keep-warm", value, f"whole seconds from 0 to {KEEP_ALIVE_LIMIT}")
+        raise BadInput(field, value, f"whole seconds from 0 to {KEEP_ALIVE_LIMIT}")
     return int(text)
 
 
 def requested() -> int:
     """The run's keep-warm seconds (0: none)."""
-    return seconds(os.environ.get(ENV) or "0")
+    return seconds(os.environ.get(ENV) or "0", ENV)
 
 
 def folder(create: bool = True) -> Path:
