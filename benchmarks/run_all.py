@@ -20,6 +20,7 @@ SCRIPTS = [
     "bench_scale.py",
     "bench_model_trainer.py",
     "bench_cpu_share.py",
+    "bench_warm.py",
 ]
 
 

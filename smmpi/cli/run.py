@@ -56,6 +56,14 @@ from smmpi.cli.options import (
 )
 @click.option("--framework-version", default=None, help="Framework version of the image.")
 @click.option("--py-version", default=None, help="Python version of the image, e.g. py312.")
+@click.option(
+    "--keep-warm",
+    "keep_warm",
+    default=None,
+    metavar="SECONDS",
+    help="Keep this run's isolated instances SECONDS (0-3600) for the next run of the same "
+    "shape, which reuses them; 0 ends every kept one (ENTRY may then be left out).",
+)
 @request_choice_options()
 @pass_env_options()
 def run_cmd(entry: str | None, args: tuple[str, ...], **options: Any) -> None:
@@ -71,6 +79,8 @@ def run_cmd(entry: str | None, args: tuple[str, ...], **options: Any) -> None:
     from smmpi.errors import BadInput
 
     o = RunFlags(**options)
+    if _keep_warm(o.keep_warm, entry is None and not args):
+        return
     passed = {
         "pass_env": list(o.pass_env),
         "with_credentials": o.with_credentials,
@@ -139,6 +149,7 @@ class RunFlags:
     metrics: tuple[str, ...]
     pass_env: tuple[str, ...]
     with_credentials: bool
+    keep_warm: str | None
 
     def request_choices(self) -> dict[str, str | None]:
         """What a request decides: given with --from-job, each is refused."""
@@ -152,6 +163,26 @@ class RunFlags:
             "--env": " ".join(self.env) or None,
             "--metric": " ".join(self.metrics) or None,
         }
+
+
+def _keep_warm(value: str | None, alone: bool) -> bool:
+    """``--keep-warm`` (else ``$SMMPI_KEEP_WARM``), checked first; 0 ends the kept instances.
+    True: nothing more to do."""
+    import os
+
+    from smmpi.instances.warm import lease
+
+    if value is None:
+        lease.requested()  # a bad value in the environment is refused before anything runs
+        return False
+    seconds = lease.seconds(value)
+    if seconds:
+        os.environ[lease.ENV] = str(seconds)  # read where the run makes its instances
+        return False
+    os.environ.pop(lease.ENV, None)
+    for key in lease.end_all():
+        click.echo(f"smmpi: warm instances {key}: ended", err=True)
+    return alone
 
 
 def _only_with_from_job(

@@ -20,7 +20,7 @@ def job_arn(region: str, name: str) -> str:
 
 
 #: A job's summary as memory keeps it (None for a field the job does not have yet).
-Summary = tuple[str, str, float, "float | None", float, str, str]
+Summary = tuple[str, str, float, "float | None", float, str, str, "dict[str, Any] | None"]
 
 
 def summary_of(record: dict[str, Any]) -> Summary:
@@ -33,17 +33,20 @@ def summary_of(record: dict[str, Any]) -> Summary:
         record["LastModifiedTime"],
         sys.intern(str(record["TrainingJobStatus"])),
         sys.intern(str(record["SecondaryStatus"])),
+        record.get("WarmPoolStatus"),
     )
 
 
 def shown(summary: Summary) -> dict[str, Any]:
     """ListTrainingJobs' summary (``SUMMARY``'s fields) of a job."""
-    name, region, created, ended, modified, status, secondary = summary
+    name, region, created, ended, modified, status, secondary, warm = summary
     shown = {"TrainingJobName": name, "TrainingJobArn": job_arn(region, name),
              "CreationTime": created, "TrainingEndTime": ended, "LastModifiedTime": modified,
              "TrainingJobStatus": status, "SecondaryStatus": secondary}  # fmt: skip
     if ended is None:
         del shown["TrainingEndTime"]
+    if warm is not None:
+        shown["WarmPoolStatus"] = warm
     return shown
 
 

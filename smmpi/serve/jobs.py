@@ -56,7 +56,7 @@ MESSAGES = {
 #: What ListTrainingJobs shows of a job (all that memory keeps of an ended one).
 SUMMARY = (
     "TrainingJobName", "TrainingJobArn", "CreationTime", "TrainingEndTime",
-    "LastModifiedTime", "TrainingJobStatus", "SecondaryStatus",
+    "LastModifiedTime", "TrainingJobStatus", "SecondaryStatus", "WarmPoolStatus",
 )  # fmt: skip
 
 #: The request's fields DescribeTrainingJob echoes back.

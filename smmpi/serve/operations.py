@@ -16,6 +16,7 @@ from smmpi.serve import metrics
 from smmpi.serve.errors import ApiError, validation
 from smmpi.serve.jobs import TERMINAL, JobStore
 from smmpi.serve.model import check
+from smmpi.serve.warm_pools import WarmPools, update_job
 
 MAX_TAGS = 50
 
@@ -24,6 +25,7 @@ class Jobs(Protocol):
     """What the operations need from the runner."""
 
     store: JobStore
+    pools: WarmPools
 
     def start(self, name: str) -> None: ...
 
@@ -119,6 +121,10 @@ def _matches(record: dict[str, Any], params: dict[str, Any]) -> bool:
         return False
     if "StatusEquals" in params and record["TrainingJobStatus"] != params["StatusEquals"]:
         return False
+    if "WarmPoolStatusEquals" in params:
+        warm = record.get("WarmPoolStatus") or {}
+        if warm.get("Status") != params["WarmPoolStatusEquals"]:
+            return False
     for key, field, after in (
         ("CreationTimeAfter", "CreationTime", True),
         ("CreationTimeBefore", "CreationTime", False),
@@ -160,6 +166,7 @@ def list_jobs(jobs: Jobs, params: dict[str, Any], region: str) -> dict[str, Any]
                     "LastModifiedTime",
                     "TrainingJobStatus",
                     "SecondaryStatus",
+                    "WarmPoolStatus",
                 )
                 if k in r
             }
@@ -206,6 +213,7 @@ OPERATIONS: dict[str, Operation] = {
     "DescribeTrainingJob": describe,
     "ListTrainingJobs": list_jobs,
     "StopTrainingJob": stop,
+    "UpdateTrainingJob": lambda jobs, params, region: update_job(jobs.pools, params, region),
     "AddTags": add_tags,
     "ListTags": list_tags,
     "DeleteTags": delete_tags,

@@ -36,6 +36,7 @@ from smmpi.serve.running import (
 )
 from smmpi.serve.s3store import S3Store
 from smmpi.serve.state import subfolder, write_json
+from smmpi.serve.warm_pools import WarmPools
 from smmpi.toolkit import worker_log
 from smmpi.toolkit.request import hosts
 from smmpi.trees import TreeRefused
@@ -64,6 +65,7 @@ class JobRunner:
             root, lambda name, final: store.show(name, FinalMetricDataList=final)
         )
         self.slots = threading.Semaphore(parallel)
+        self.pools = WarmPools(store, subfolder(root, "warm"), event)
         self.running: dict[str, Running] = {}
         self.lock = threading.Lock()
 
@@ -78,6 +80,7 @@ class JobRunner:
         for folder in (self.work_root, self.runs):
             for leftover in folder.iterdir():
                 shutil.rmtree(leftover, ignore_errors=True)
+        self.pools.recover()
 
     def start(self, name: str) -> None:
         running = Running()
@@ -112,6 +115,7 @@ class JobRunner:
             thread = self.running.get(name, Running()).thread
             if thread is not None:
                 thread.join(max(0.1, deadline - time.monotonic()))
+        self.pools.close()
 
     def _end(self, name: str, status: str, secondary: str | None = None, **fields: Any) -> None:
         now = time.time()
@@ -127,6 +131,7 @@ class JobRunner:
         with self.store.lock:  # one change: no reader sees the status without its transition
             self.store.update(name, TrainingJobStatus=status, TrainingEndTime=now, **fields)
             self.store.transition(name, secondary or status)
+            self.pools.release(name, status)  # nor without its WarmPoolStatus
 
     def _guarded(self, name: str, running: Running) -> None:
         try:
@@ -156,6 +161,7 @@ class JobRunner:
             if running.stop.is_set():
                 self._end(name, "Stopped")
                 return
+            self.pools.claim(name)
             self._slot(name, request, record["_Region"], running)
 
     def _slot(self, name: str, request: dict[str, Any], region: str, running: Running) -> None:
@@ -196,7 +202,7 @@ class JobRunner:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=worker_env(self.runs),
+            env={**worker_env(self.runs), **self.pools.worker_env(name)},
             preexec_fn=die_with_parent,
         )
         running.proc = proc

@@ -73,6 +73,10 @@ CASES: list[tuple[str, str, list[str], str, str, tuple[str, ...]]] = [
      "metric", "'41 definitions'; allowed: at most 40", ALL),
     ("metric-twice", "demo", ["--metric", "a=x=(.+)", "--metric", "a=y=(.+)"], "metric",
      "each metric name once", ALL),
+    *(
+        (f"keep-warm-{value}", "demo", ["--keep-warm", value], "--keep-warm", "0 to 3600", ("run",))
+        for value in ("-1", "3601", "1.5", "ten", "", "9" * 400)
+    ),
 ]  # fmt: skip
 
 
@@ -114,6 +118,7 @@ def _here(tmp_path: Path) -> tuple[dict[str, str], Path]:
 def _nothing_made(tmp_path: Path) -> None:
     assert not any((tmp_path / "tmp").glob("smmpi-*"))  # no run folder
     assert not (tmp_path / "jobs").exists()  # no local job
+    assert not (tmp_path / "home" / ".smmpi" / "warm").exists()  # no warm instances
     assert processes_left(str(tmp_path)) == []
 
 
@@ -123,6 +128,17 @@ def test_a_bad_value_is_one_line_before_anything_runs(
 ) -> None:
     env, script = _here(tmp_path)
     _refused(smmpi(_argv(mode, entry, flags, script), env, cwd=tmp_path), field, rule)
+    _nothing_made(tmp_path)
+
+
+@pytest.mark.parametrize("value", ["-1", "3601", "ten"])
+def test_a_bad_keep_warm_in_the_environment_is_refused_before_anything_runs(
+    tmp_path: Path, value: str
+) -> None:
+    env, _ = _here(tmp_path)
+    env["SMMPI_KEEP_WARM"] = value
+    done = smmpi(["run", "demo", *SHAPE], env, cwd=tmp_path)
+    _refused(done, "SMMPI_KEEP_WARM", "whole seconds from 0 to 3600")
     _nothing_made(tmp_path)
 
 

@@ -47,6 +47,7 @@ class Instance:
     ssh_log: str = ""  # where this instance's sshd logs; "": the instance's command starts it
     own_copies: tuple[str, ...] = ()  # folders of ``keep`` this instance has a copy of its own
     worker: bool = True  # algo-2..N: where the toolkit writes ``env`` to /etc/environment
+    joins: tuple[int, ...] = ()  # a warm instance's network and UTS namespaces (descriptors)
 
 
 def _rebind(root_fd: int, root: str, entries: list[str], skip: str) -> None:
@@ -238,13 +239,10 @@ def _write_file(path: str, data: bytes) -> None:
 def set_up(instance: Instance) -> None:
     """Namespaces, hostname and mounts: everything but eth0, which the bridge side creates."""
     own_network = kernel.CLONE_NEWNET if instance.address else 0
-    kernel.unshare(
-        kernel.CLONE_NEWUTS
-        | kernel.CLONE_NEWIPC
-        | own_network
-        | kernel.CLONE_NEWCGROUP
-        | kernel.CLONE_NEWNS
-    )
+    for namespace in instance.joins:  # warm: the instance's network and name are kept
+        kernel.setns(namespace)
+    made = 0 if instance.joins else kernel.CLONE_NEWUTS | own_network
+    kernel.unshare(made | kernel.CLONE_NEWIPC | kernel.CLONE_NEWCGROUP | kernel.CLONE_NEWNS)
     kernel.sethostname(instance.name)
     kernel.mount(None, "/", None, kernel.MS_REC | kernel.MS_PRIVATE)
     private_opt_ml(instance.opt_ml)

@@ -75,6 +75,10 @@ class Pod:
     # False: the instances use this machine's network, not eth0s on a bridge of their own (a
     # code's install, which reaches the user's package index as a container's does).
     own_network: bool = True
+    # Warm instances (smmpi.instances.warm): descriptors the pod inherits, its lease on them,
+    # the bridge's network namespace, then each instance's network and UTS namespaces, which
+    # it joins instead of making them.
+    warm: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,7 @@ def _spec(pod: Pod, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> di
         "cwd": cwd,
         "userns": needs_user_namespace(),
         "own_network": pod.own_network,
+        "warm": list(pod.warm),
         "ip": tool("ip") or "ip",
     }
 
@@ -218,7 +223,7 @@ def start(
             stdout=stdout,
             stderr=stderr,
             env=pod_env(),
-            pass_fds=(pod_command.spec_fd,),
+            pass_fds=(pod_command.spec_fd, *pod.warm),
             preexec_fn=_die_with_smmpi,  # the pod dies with smmpi, however smmpi ends
             start_new_session=new_session,
         )

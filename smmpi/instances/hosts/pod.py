@@ -100,7 +100,7 @@ def _fork_holders(instances: list[instance.Instance]) -> list[Holder]:
 def _wire(spec: dict[str, Any], holders: list[Holder], instances: list[instance.Instance]) -> None:
     """Bridge + veths in this namespace (none on this machine's network), then each holder
     brings its eth0 up."""
-    if spec.get("own_network", True):
+    if spec.get("own_network", True) and not spec.get("warm"):  # warm: wired already
         batch = plan.bridge_batch([h.pid for h in holders])
         done = subprocess.run(
             [spec["ip"], "-batch", "-"], input=batch, capture_output=True, text=True, check=False
@@ -135,6 +135,7 @@ def _sshd_log(spec: dict[str, Any], name: str) -> str:
 def set_up(spec: dict[str, Any]) -> list[Holder]:
     hosts: list[str] = spec["hosts"]
     envs: list[dict[str, str]] = spec.get("host_env") or [None] * len(hosts)
+    warm: list[int] = spec.get("warm") or []  # lease, bridge, then two namespaces per instance
     instances = [
         instance.Instance(
             name,
@@ -151,6 +152,7 @@ def set_up(spec: dict[str, Any]) -> list[Holder]:
             _sshd_log(spec, name),
             tuple(spec.get("own_copies") or ()),
             worker=k > 1,
+            joins=tuple(warm[2 * k : 2 * k + 2]),
         )
         for k, name in enumerate(hosts, start=1)
     ]
@@ -222,14 +224,20 @@ def inner(spec: dict[str, Any]) -> int:
 
 def outer(spec: dict[str, Any]) -> int:
     """Create the pod's namespaces, fork its PID 1, relay signals, pass its status on."""
+    warm: list[int] = spec.get("warm") or []
+    for fd in warm:  # the pod's own processes hold them, no command it runs
+        os.set_inheritable(fd, False)
+    own_network = spec.get("own_network", True) and not warm
     try:
         if spec["userns"]:
             uid, gid = os.getuid(), os.getgid()
             kernel.unshare(kernel.CLONE_NEWUSER)
             kernel.map_root(uid, gid)
+        if warm:  # the kept bridge's network namespace
+            kernel.setns(warm[1])
         kernel.unshare(
             kernel.CLONE_NEWPID
-            | (kernel.CLONE_NEWNET if spec.get("own_network", True) else 0)
+            | (kernel.CLONE_NEWNET if own_network else 0)
             | kernel.CLONE_NEWNS
             | kernel.CLONE_NEWUTS
             | kernel.CLONE_NEWIPC

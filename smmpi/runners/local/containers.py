@@ -15,6 +15,7 @@ A new container is one more class with these members; :func:`choose` picks it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,7 @@ class ModelLine:
         pod = launch.Pod(
             tuple(shape.hosts), trees, run_dir, made.envs, made.keep, records, self.sshd
         )
+        pod = dataclasses.replace(pod, warm=made.warm)
         # Each rank starts under the rank watcher, which records how it ended; its host file
         # adds no variable: the instance's environment and mpirun's -x have made the rank's.
         watcher = rank_command(write_host_file(run_dir, "isolated", {}), [python], python)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from smmpi.instances.hosts import launch, pids
 from smmpi.instances.machine import gpu_env
+from smmpi.instances.warm import lease as warm
 from smmpi.platform.layout import SECRETS, launch_env, site_dir, stack_dir
 from smmpi.platform.opt_ml import OptMlWatch
 from smmpi.runners.base import Progress
@@ -140,6 +141,7 @@ class Instances:
     python: str
     extra_env: dict[str, str] | None
     extra_paths: Sequence[str]
+    warm: tuple[int, ...] = ()  # a --keep-warm run's lease on kept instances (launch.Pod.warm)
 
     @functools.cached_property
     def envs(self) -> tuple[dict[str, str], ...]:
@@ -166,10 +168,17 @@ def _hosts(
     (run_dir / ".smmpi" / "ompi").mkdir(parents=True, exist_ok=True)
     mpi_prefix = Path(launcher.mpirun).resolve().parent.parent
     keep = (Path(python).parent, Path(python).resolve().parent, mpi_prefix, *map(Path, extra_paths))
-    made = Instances(shape, run_dir, base, keep, python, extra_env, extra_paths)
+    held: tuple[int, ...] = ()
+    if container.own_line:  # smmpi's own line: the instances a run with --keep-warm keeps
+        leased = warm.for_run(shape.instances, shape.ppn, shape.instance_type)
+        held = leased.fds() if leased else ()
+    else:
+        warm.unused("exact mode and a request's own container start make their own instances")
+    made = Instances(shape, run_dir, base, keep, python, extra_env, extra_paths, held)
     started = container.start(made)
     # The pod starts from nothing of this environment: what the instances get is in its spec.
-    return Launch(started.argv, launch.pod_env(), "hosts", pids.outside_ids, (started.spec_fd,))
+    fds = (started.spec_fd, *held)
+    return Launch(started.argv, launch.pod_env(), "hosts", pids.outside_ids, fds)
 
 
 def sharing_cores(world_size: int, env: Mapping[str, str]) -> dict[str, str]:
@@ -222,6 +231,7 @@ def prepare(
     """
     if mode == "hosts":
         return _hosts(shape, run_dir, launcher, python, extra_env, extra_paths, container)
+    warm.unused("processes mode has no instances to keep")
     # Secrets the user passed reach the ranks through mpirun's environment, which they
     # inherit, and never through the host files on disk.
     secrets = {k: v for k, v in (extra_env or {}).items() if k in SECRETS}
