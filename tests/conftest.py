@@ -18,6 +18,7 @@ import pytest
 from tests.check_tier import CHECK_TIER, in_check_tier, refuse_mpirun_and_servers
 from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
 from tests.instances.hosts.footprint import track_own_processes, tracked, untrack_own_processes
+from tests.nobody import end_run_folder, start_run_folder
 
 # Under pytest-xdist each worker gets a temp folder of its own, so the checks that nothing is
 # left there (run folders, sessions) see only their own worker's runs
@@ -39,6 +40,10 @@ if CHECK_TIER:
 if not CHECK_TIER:
     track_own_processes(f"smmpi-tests-{os.getpid()}")
 
+# User 65534's venvs (tests/nobody.py) are built once a run, in a folder its workers share
+if not CHECK_TIER and not _WORKER:
+    start_run_folder()
+
 
 def pytest_sessionfinish() -> None:
     if stubs := os.environ.get("SMMPI_CHECK_TIER_STUBS"):
@@ -46,6 +51,8 @@ def pytest_sessionfinish() -> None:
     if _WORKER:
         shutil.rmtree(_OWN_TMP, ignore_errors=True)
     untrack_own_processes()
+    if not _WORKER:
+        end_run_folder()
 
 
 # A suite started in the background of a non-interactive shell (`make test &`) inherits SIGINT
@@ -54,11 +61,11 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-#: Folders whose tests may run beside others (`make test` runs them in several workers): most
-#: of their time is waiting (the toolkit's 30 s sleeps, the ModelTrainer driver's retries,
-#: jobs that serve runs while a client polls them, runs that end at a timeout) or building
-#: requests, and none checks the whole machine's state (``machine`` marks the few that do) or
-#: times itself
+#: Folders and modules whose tests may run beside others (`make test` runs them in several
+#: workers): most of their time is waiting (the toolkit's 30 s sleeps, the ModelTrainer driver's
+#: retries, jobs that serve runs while a client polls them, runs that end at a timeout) or
+#: building requests, and none checks the whole machine's state (``machine`` marks the few that
+#: do) or times itself
 SIDE_BY_SIDE = (
     "exact",
     "model_trainer",
@@ -75,6 +82,10 @@ SIDE_BY_SIDE = (
     "supervision",
     "instances",
     "runners/sagemaker",
+    # real programs nobody here wrote, checked against plain mpirun by their output, not time
+    "compat/test_mpi4py_suite.py",
+    "compat/test_mpi4py_demos.py",
+    "compat/test_mpipool.py",
 )
 
 #: Folders that check what their runs leave (namespaces, processes, mounts, run folders): they
@@ -94,11 +105,12 @@ def pytest_ignore_collect(collection_path: Path) -> bool | None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
-        folder = item.path.relative_to(tests).parent.as_posix()
+        path = item.path.relative_to(tests)
+        folder = path.parent.as_posix()
         if _under(folder, SIDE_BY_SIDE_TRACKED):
             beside = tracked()
         else:
-            beside = _under(folder, SIDE_BY_SIDE)
+            beside = _under(folder, SIDE_BY_SIDE) or path.as_posix() in SIDE_BY_SIDE
         if beside:
             item.add_marker(pytest.mark.side_by_side)
 
@@ -109,9 +121,8 @@ def _under(folder: str, folders: tuple[str, ...]) -> bool:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``, as `make test`'s processes-mode pass asks (it holds the failure suite's
-    test_runtime_faults.py): four workers where this session's processes are told from the
-    others' (a cgroup of its own), else one."""
+    """``-n auto``: four workers where this session's processes are told from the others' (a
+    cgroup of its own), else one."""
     return 4 if tracked() else 1
 
 
