@@ -19,7 +19,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo check check-tier test lint typecheck pytest test-fallback venvs bench clean sshd slurm
+.PHONY: demo check test lint typecheck pytest test-fallback venvs bench clean sshd slurm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -87,16 +87,15 @@ demo: $(VENV)/.installed
 
 # The fast tier: lint, types, the layers' contracts and every test that starts no mpirun and no
 # server (tests/check_tier.py), in about a minute; `make test` runs it first and stops at its
-# first failure. mypy and the tier's tests run side by side.
+# first failure. mypy runs beside the tier's tests.
 check: $(VENV)/.installed-dev
 	$(BIN)/ruff check smmpi entry_points tests benchmarks
 	$(BIN)/ruff format --check smmpi entry_points tests benchmarks
 	$(BIN)/lint-imports
-	$(MAKE) --no-print-directory -j2 typecheck check-tier
-
-check-tier: $(VENV)/.installed-dev
+	$(BIN)/mypy & mypy=$$!; \
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_TEST_TIER=check $(BIN)/pytest -q -x -p no:xdist \
-		-p no:cacheprovider
+		-p no:cacheprovider; tier=$$?; \
+	wait $$mypy && [ $$tier = 0 ]
 
 lint: $(VENV)/.installed-dev $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 	$(BIN)/cfn-lint --include-checks I -- infra/smmpi.yaml

@@ -102,10 +102,40 @@ def pytest_ignore_collect(collection_path: Path) -> bool | None:
     return None
 
 
+#: Modules whose tests share a costly module or session fixture and are quick after it: under
+#: pytest-xdist's ``--dist loadgroup`` (`make test`) each group runs in one worker, so its fixture
+#: is made once instead of once in every worker that gets one of its tests
+SHARED_FIXTURE = {
+    # the real toolkit's answers for the whole matrix (tests/oracle/conftest.py)
+    **dict.fromkeys(
+        (
+            "oracle/test_environment.py",
+            "oracle/test_etc_environment.py",
+            "oracle/test_mpirun.py",
+            "oracle/test_package.py",
+            "oracle/test_tags.py",
+            "oracle/test_toolkit_facts.py",
+        ),
+        "oracle-differential",
+    ),
+    "faults/test_boundary.py": "boundary-probe",  # one probe job, checked 7 ways
+    # plain mpirun's runs of mpi4py's suite and of each demo, made once for both modes; in one
+    # worker, one of these runs at a time: their ranks poll while they wait, and several at once
+    # beside the other workers made tests with deadlines miss them
+    **dict.fromkeys(
+        ("compat/test_mpi4py_suite.py", "compat/test_mpi4py_demos.py", "compat/test_mpipool.py"),
+        "mpi4py",
+    ),
+}
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
         path = item.path.relative_to(tests)
+        if group := SHARED_FIXTURE.get(path.as_posix()):
+            item.add_marker(pytest.mark.xdist_group(group))
         folder = path.parent.as_posix()
         if _under(folder, SIDE_BY_SIDE_TRACKED):
             beside = tracked()

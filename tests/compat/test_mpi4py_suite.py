@@ -39,10 +39,8 @@ from tests.compat.conftest import ROOT, plain_mpirun
 from tests.compat.results import outcomes, per_rank
 from tests.helpers import base_env, smmpi
 
-#: plain mpirun and the whole suite under smmpi, on two loaded cores: above the suite-wide 300 s;
-#: under pytest-xdist's ``--dist loadgroup`` (`make test`) both modes run in one worker, so the
-#: module's plain mpirun run is made once
-pytestmark = [pytest.mark.timeout(2400), pytest.mark.xdist_group("mpi4py-suite")]
+#: plain mpirun and the whole suite under smmpi, on two loaded cores: above the suite-wide 300 s
+pytestmark = pytest.mark.timeout(2400)
 WORLD = 4
 FIXES = {"MPI4PY_TEST_SPAWN": "0", "OMPI_MCA_fcoll": "individual"}
 #: Where SageMaker's MPI_ERR_WIN shows (the ``win-thread-multiple`` pitfall).
