@@ -14,6 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from xdist.remote import Producer
+from xdist.scheduler import LoadScopeScheduling
+from xdist.scheduler.protocol import Scheduling
 
 from tests.check_tier import CHECK_TIER, in_check_tier, refuse_mpirun_and_servers
 from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
@@ -129,13 +132,29 @@ SHARED_FIXTURE = {
 }
 
 
-@pytest.hookimpl(tryfirst=True)
+class _SharedFixtureGroups(LoadScopeScheduling):
+    """pytest-xdist's ``loadgroup`` with ``SHARED_FIXTURE``'s groups: each group is one unit of
+    work, every other test one of its own; the largest units go first."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0].removeprefix("tests/")
+        return SHARED_FIXTURE.get(module, nodeid)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Scheduling | None:
+    """``--dist loadgroup`` (`make test`) groups by module here: pytest-xdist 3.8's own reads
+    ``xdist_group`` marks through node ids that pytest 9.2 no longer lets it rewrite, so it
+    silently groups nothing."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    return _SharedFixtureGroups(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
         path = item.path.relative_to(tests)
-        if group := SHARED_FIXTURE.get(path.as_posix()):
-            item.add_marker(pytest.mark.xdist_group(group))
         folder = path.parent.as_posix()
         if _under(folder, SIDE_BY_SIDE_TRACKED):
             beside = tracked()
