@@ -19,7 +19,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo check test lint typecheck pytest test-fallback bench clean sshd slurm
+.PHONY: demo check test lint typecheck pytest test-fallback venvs bench clean sshd slurm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -87,14 +87,15 @@ demo: $(VENV)/.installed
 
 # The fast tier: lint, types, the layers' contracts and every test that starts no mpirun and no
 # server (tests/check_tier.py), in about a minute; `make test` runs it first and stops at its
-# first failure.
+# first failure. mypy runs beside the tier's tests.
 check: $(VENV)/.installed-dev
 	$(BIN)/ruff check smmpi entry_points tests benchmarks
 	$(BIN)/ruff format --check smmpi entry_points tests benchmarks
 	$(BIN)/lint-imports
-	$(BIN)/mypy
+	$(BIN)/mypy & mypy=$$!; \
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_TEST_TIER=check $(BIN)/pytest -q -x -p no:xdist \
-		-p no:cacheprovider
+		-p no:cacheprovider; tier=$$?; \
+	wait $$mypy && [ $$tier = 0 ]
 
 lint: $(VENV)/.installed-dev $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 	$(BIN)/cfn-lint --include-checks I -- infra/smmpi.yaml
@@ -105,29 +106,51 @@ lint: $(VENV)/.installed-dev $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
-# After the suite, a second pass runs the local runner's tests again in the fallback mode
-# (processes), the one machines without namespaces get. `make test-fallback` runs the whole suite
-# in that mode (about 9 minutes here).
+# Every environment the suite needs, built side by side (pip mostly waits on downloads and
+# disks): `make test` builds them first.
+VENVS = $(VENV)/.installed-dev $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION) \
+	$(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.installed $(SDK3_VENV)/.installed-$(SDK3_VERSION)
+venvs:
+	$(MAKE) --no-print-directory -j4 $(VENVS)
+
+# The suite in three passes (tests/conftest.py marks which test goes where):
+# 1. side by side: the tests that may run beside others, in 4 workers (most of their time is
+#    waiting: the toolkit's 30 s sleeps, servers, timeouts);
+# 2. beside pass 1, in a session of its own: the local runner's tests again in the fallback
+#    mode (processes), the one machines without namespaces get; its output is shown after
+#    pass 1's (each session tells its own runs' processes and namespaces from the other's);
+# 3. one at a time, after both: the tests that time themselves or take the whole machine.
+# `make test-fallback` runs the whole suite in processes mode (about 9 minutes here).
 FALLBACK_TESTS = tests/runners/local tests/platform tests/supervision \
 	tests/instances/test_machine.py tests/faults/test_runtime_faults.py \
 	tests/oracle/test_local_ranks.py \
 	--deselect tests/faults/test_runtime_faults.py::test_two_hundred_hosts_run
+PYTEST_ENV = PATH="$(CURDIR)/$(BIN):$$PATH" \
+	SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python"
+FALLBACK_LOG = .pytest_cache/pass2.log
 
-pytest: sshd $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.installed \
-		$(SDK3_VENV)/.installed-$(SDK3_VERSION)
-	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" \
-		$(BIN)/pytest -q -n 4 -m "side_by_side and not machine" --durations=15
-	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" \
-		$(BIN)/pytest -q -m "not side_by_side or machine" --durations=40
-	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes \
-		$(BIN)/pytest -q -n auto -p no:cacheprovider $(FALLBACK_TESTS)
+pytest: sshd $(VENVS)
+	@mkdir -p .pytest_cache; echo "pass 2 (processes mode) runs beside pass 1; its output is shown after pass 1's"
+	( $(PYTEST_ENV) SMMPI_ISOLATION=processes $(BIN)/pytest -q -n 2 -p no:cacheprovider \
+		$(FALLBACK_TESTS) > $(FALLBACK_LOG) 2>&1; echo $$? >> $(FALLBACK_LOG) ) & \
+	$(PYTEST_ENV) $(BIN)/pytest -q -n 4 --dist loadgroup -m "side_by_side and not machine" \
+		--durations=15; one=$$?; wait; \
+	echo "=== pass 2: processes mode ==="; cat $(FALLBACK_LOG); \
+	two=$$(tail -1 $(FALLBACK_LOG)); rm -f $(FALLBACK_LOG); \
+	$(PYTEST_ENV) $(BIN)/pytest -q -m "not side_by_side or machine" --durations=20; three=$$?; \
+	echo "passes: side by side exit $$one, processes mode exit $$two, one at a time exit $$three"; \
+	[ "$$one$$two$$three" = 000 ]
 
 test-fallback: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.installed \
 		$(SDK3_VENV)/.installed-$(SDK3_VERSION)
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes \
 		SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" $(BIN)/pytest -q -p no:cacheprovider
 
-test: check lint pytest
+# The environments first (side by side), then the fast tier, then lint beside the suite.
+test:
+	$(MAKE) --no-print-directory venvs
+	$(MAKE) --no-print-directory check
+	$(MAKE) --no-print-directory -j2 lint pytest
 
 bench: $(VENV)/.installed-dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run_all.py

@@ -52,6 +52,7 @@ MODULES = frozenset(
         "test_check_tier.py",
         "test_mpi_output.py",
         "test_pricing.py",
+        "test_scheduling.py",
         "toolkit/test_environment.py",
         "toolkit/test_failure.py",
         "toolkit/test_images.py",

@@ -14,10 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from xdist.remote import Producer
+from xdist.scheduler import LoadScopeScheduling
+from xdist.scheduler.protocol import Scheduling
 
 from tests.check_tier import CHECK_TIER, in_check_tier, refuse_mpirun_and_servers
 from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
 from tests.instances.hosts.footprint import track_own_processes, tracked, untrack_own_processes
+from tests.nobody import end_run_folder, start_run_folder
 
 # Under pytest-xdist each worker gets a temp folder of its own, so the checks that nothing is
 # left there (run folders, sessions) see only their own worker's runs
@@ -39,6 +43,10 @@ if CHECK_TIER:
 if not CHECK_TIER:
     track_own_processes(f"smmpi-tests-{os.getpid()}")
 
+# User 65534's venvs (tests/nobody.py) are built once a run, in a folder its workers share
+if not CHECK_TIER and not _WORKER:
+    start_run_folder()
+
 
 def pytest_sessionfinish() -> None:
     if stubs := os.environ.get("SMMPI_CHECK_TIER_STUBS"):
@@ -46,6 +54,8 @@ def pytest_sessionfinish() -> None:
     if _WORKER:
         shutil.rmtree(_OWN_TMP, ignore_errors=True)
     untrack_own_processes()
+    if not _WORKER:
+        end_run_folder()
 
 
 # A suite started in the background of a non-interactive shell (`make test &`) inherits SIGINT
@@ -54,11 +64,11 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-#: Folders whose tests may run beside others (`make test` runs them in several workers): most
-#: of their time is waiting (the toolkit's 30 s sleeps, the ModelTrainer driver's retries,
-#: jobs that serve runs while a client polls them, runs that end at a timeout) or building
-#: requests, and none checks the whole machine's state (``machine`` marks the few that do) or
-#: times itself
+#: Folders and modules whose tests may run beside others (`make test` runs them in several
+#: workers): most of their time is waiting (the toolkit's 30 s sleeps, the ModelTrainer driver's
+#: retries, jobs that serve runs while a client polls them, runs that end at a timeout) or
+#: building requests, and none checks the whole machine's state (``machine`` marks the few that
+#: do) or times itself
 SIDE_BY_SIDE = (
     "exact",
     "model_trainer",
@@ -75,6 +85,10 @@ SIDE_BY_SIDE = (
     "supervision",
     "instances",
     "runners/sagemaker",
+    # real programs nobody here wrote, checked against plain mpirun by their output, not time
+    "compat/test_mpi4py_suite.py",
+    "compat/test_mpi4py_demos.py",
+    "compat/test_mpipool.py",
 )
 
 #: Folders that check what their runs leave (namespaces, processes, mounts, run folders): they
@@ -91,14 +105,61 @@ def pytest_ignore_collect(collection_path: Path) -> bool | None:
     return None
 
 
+#: Modules whose tests share a costly module or session fixture and are quick after it: under
+#: pytest-xdist's ``--dist loadgroup`` (`make test`) each group runs in one worker, so its fixture
+#: is made once instead of once in every worker that gets one of its tests
+SHARED_FIXTURE = {
+    # the real toolkit's answers for the whole matrix (tests/oracle/conftest.py)
+    **dict.fromkeys(
+        (
+            "oracle/test_environment.py",
+            "oracle/test_etc_environment.py",
+            "oracle/test_mpirun.py",
+            "oracle/test_package.py",
+            "oracle/test_tags.py",
+            "oracle/test_toolkit_facts.py",
+        ),
+        "oracle-differential",
+    ),
+    "faults/test_boundary.py": "boundary-probe",  # one probe job, checked 7 ways
+    # plain mpirun's runs of mpi4py's suite and of each demo, made once for both modes; in one
+    # worker, one of these runs at a time: their ranks poll while they wait, and several at once
+    # beside the other workers made tests with deadlines miss them
+    **dict.fromkeys(
+        ("compat/test_mpi4py_suite.py", "compat/test_mpi4py_demos.py", "compat/test_mpipool.py"),
+        "mpi4py",
+    ),
+}
+
+
+class _SharedFixtureGroups(LoadScopeScheduling):
+    """pytest-xdist's ``loadgroup`` with ``SHARED_FIXTURE``'s groups: each group is one unit of
+    work, every other test one of its own; the largest units go first."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0].removeprefix("tests/")
+        return SHARED_FIXTURE.get(module, nodeid)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Scheduling | None:
+    """``--dist loadgroup`` (`make test`) groups by module here: pytest-xdist 3.8's own reads
+    ``xdist_group`` marks through node ids that pytest 9.2 no longer lets it rewrite, so it
+    silently groups nothing."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    return _SharedFixtureGroups(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
-        folder = item.path.relative_to(tests).parent.as_posix()
+        path = item.path.relative_to(tests)
+        folder = path.parent.as_posix()
         if _under(folder, SIDE_BY_SIDE_TRACKED):
             beside = tracked()
         else:
-            beside = _under(folder, SIDE_BY_SIDE)
+            beside = _under(folder, SIDE_BY_SIDE) or path.as_posix() in SIDE_BY_SIDE
         if beside:
             item.add_marker(pytest.mark.side_by_side)
 
@@ -109,9 +170,8 @@ def _under(folder: str, folders: tuple[str, ...]) -> bool:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``, as `make test`'s processes-mode pass asks (it holds the failure suite's
-    test_runtime_faults.py): four workers where this session's processes are told from the
-    others' (a cgroup of its own), else one."""
+    """``-n auto``: four workers where this session's processes are told from the others' (a
+    cgroup of its own), else one."""
     return 4 if tracked() else 1
 
 

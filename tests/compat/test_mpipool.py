@@ -19,6 +19,9 @@ from tests.compat.conftest import ROOT, fetch_sdist, plain_mpirun
 from tests.compat.test_mpi4py_demos import normalised
 from tests.helpers import BIN
 
+#: plain mpirun (up to 300 s) and smmpi (up to 400 s): over the suite-wide 300 s on a loaded machine
+pytestmark = pytest.mark.timeout(900)
+
 
 def readme_example(source: Path) -> str:
     """The README's first complete MPIExecutor program that submits jobs and prints them."""

@@ -35,6 +35,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return {**env, "TMPDIR": str(tmp_path / "tmp"), "PIP_CACHE_DIR": cache}
 
 
+@pytest.mark.timeout(900)  # the build and run may take their 600 s on a loaded machine
 def test_exact_mode_builds_the_toolkit_once_and_reuses_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

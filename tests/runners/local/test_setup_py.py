@@ -69,6 +69,9 @@ def test_a_bare_venvs_setuptools_failure_is_named(tmp_path: Path) -> None:
     )
 
 
+# a venv (up to 300 s), its pip install (900 s) and a run (300 s): with other suites on the
+# machine (load 15-30) the suite-wide 300 s ended it during the pip install
+@pytest.mark.timeout(1500)
 def test_setup_py_installs_in_the_venv_make_demo_builds(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
