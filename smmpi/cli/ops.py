@@ -1,8 +1,5 @@
-"""CLI for operating submitted jobs: ``status``, ``jobs``, ``stop``, ``logs``, ``fetch``.
-
-Only click is imported at module level: boto3 and the rest load inside the
-commands, so ``smmpi --help`` stays fast.
-"""
+"""CLI for operating submitted jobs: ``status``, ``jobs``, ``stop``, ``logs``, ``fetch``
+(only click at module level: boto3 and the rest load inside, so ``--help`` stays fast)."""
 
 from __future__ import annotations
 
@@ -278,11 +275,7 @@ def _print_logs(
 @click.command("fetch")
 @click.argument("job")
 @click.option(
-    "--to",
-    "to",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Directory to extract into (default: ./JOB).",
+    "--to", type=click.Path(file_okay=False), help="Directory to extract into (default: ./JOB)."
 )
 @region_option
 @slurm_jobs.backend_options()

@@ -1,13 +1,10 @@
 """MPIJob: the one place where a job's fields, defaults and checks live.
 
-The SageMaker SDK does not validate the ``mpi`` distribution block (a misspelt
-``process_per_host`` is silently dropped and the job runs one process per
-host), so every field is checked here, before any AWS call or process start.
-A bad field raises :class:`~smmpi.errors.BadInput` naming the field, the value
-and what is allowed; an unknown keyword lists the valid ones.
-
-Importing this module is cheap: the SDK is imported only by the methods that
-build an estimator or submit.
+The SDK does not validate the ``mpi`` distribution block (a misspelt ``process_per_host`` is
+dropped and the job runs one process per host), so every field is checked here, before any
+AWS call or process start: a bad field raises :class:`~smmpi.errors.BadInput` naming the
+field, the value and what is allowed; an unknown keyword lists the valid ones. Importing
+this module is cheap: the SDK is imported only by the methods that build an estimator.
 """
 
 from __future__ import annotations
