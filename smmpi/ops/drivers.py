@@ -14,8 +14,6 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from smmpi.aws.clients import split_s3
 from smmpi.toolkit.driver_world import driver_np, short_world
 
@@ -63,6 +61,8 @@ def drivers_config(s3: S3Client, description: Mapping[str, Any]) -> dict[str, An
     uri = drivers_uri(description)
     if uri is None:
         return None
+    from botocore.exceptions import BotoCoreError, ClientError  # (smmpi run needs no botocore)
+
     bucket, prefix = split_s3(uri)
     key = f"{prefix.rstrip('/')}/{CONFIG}" if prefix.strip("/") else CONFIG
     try:

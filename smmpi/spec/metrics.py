@@ -27,10 +27,14 @@ class MetricLimits:
 
 @functools.lru_cache(maxsize=1)
 def metric_limits() -> MetricLimits:
-    """The limits as botocore's SageMaker model states them."""
-    from smmpi.aws.facts import shared_loader
+    """The limits as botocore's SageMaker model states them (SageMaker's documented ones
+    where botocore is not installed: a ``smmpi run``-only install)."""
+    from smmpi.aws.facts import service_model
 
-    shapes = shared_loader().load_service_model("sagemaker", "service-2")["shapes"]
+    try:
+        shapes = service_model("sagemaker")["shapes"]
+    except ImportError:
+        return MetricLimits(definitions=40, name=255, regex=500)
     return MetricLimits(
         definitions=int(shapes["MetricDefinitionList"]["max"]),
         name=int(shapes["MetricName"]["max"]),
@@ -72,7 +76,7 @@ def _pairs(value: object) -> list[tuple[str, str]]:
 def check_metrics(value: object) -> tuple[dict[str, str], ...]:
     """The definitions as SageMaker takes them (``Name``, ``Regex``), or one line naming the
     first that SageMaker (or Python's ``re``) would refuse."""
-    if value is None:
+    if value is None or (isinstance(value, (list, tuple)) and not value):
         return ()
     pairs = _pairs(value)
     most = metric_limits()

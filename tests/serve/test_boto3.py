@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
+from smmpi.causes import summary, with_line
 from smmpi.ops.status import status_of
 from tests.helpers import BIN
 from tests.serve.serving import (
@@ -141,13 +142,15 @@ def test_a_failing_rank_is_the_failure_reason(
     assert any("rank 1 says hello" in line for line in lines)
 
 
-def test_a_programs_own_failure_file_is_the_reason(
+def test_a_programs_own_failure_file_is_the_reason_then_smmpis_line(
     serve: ServeProcess, bucket: str, job_name: str
 ) -> None:
     _script_job(serve, bucket, job_name, WRITES_FAILURE)
     desc = wait_end(serve, job_name)
     assert desc["TrainingJobStatus"] == "Failed"
-    assert desc["FailureReason"] == ("my own reason: " + "x" * 2000)[:1024]
+    line = "rank 0 (algo-1) failed: exit code 3"
+    assert desc["FailureReason"] == with_line("my own reason: " + "x" * 2000, line)
+    assert len(desc["FailureReason"]) == 1024 and summary(desc["FailureReason"]) == line
 
 
 SLEEPER = """
