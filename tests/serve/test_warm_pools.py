@@ -27,7 +27,7 @@ from tests.serve.serving import (
 pytestmark = pytest.mark.aws
 
 PAIR = """
-import json, sys
+import json, sys, time
 from sagemaker.pytorch import PyTorch
 
 names = sys.argv[1:3]
@@ -51,7 +51,11 @@ listed = session.sagemaker_client.list_training_jobs(
     NameContains=names[1], WarmPoolStatusEquals="Available"
 )["TrainingJobSummaries"]
 session.update_training_job(names[1], resource_config={{"KeepAlivePeriodInSeconds": 0}})
-ended = session.describe_training_job(names[1])["WarmPoolStatus"]
+for _ in range(600):  # the pool ends after the answer, as SageMaker's: asked until it has
+    ended = session.describe_training_job(names[1])["WarmPoolStatus"]
+    if ended["Status"] == "Terminated":
+        break
+    time.sleep(0.1)
 print("RESULT", json.dumps([first, second, listed, ended], default=str))
 """
 

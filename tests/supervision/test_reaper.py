@@ -17,7 +17,9 @@ from smmpi.supervision.reaper import children
 def test_the_reaper_kills_what_its_command_left_and_ends_as_the_command(tmp_path: Path) -> None:
     """A process COMMAND left behind is re-parented to the reaper: it is killed and named."""
     argv = [sys.executable, "-I", "-S", str(WATCH), "run", "--parent", str(os.getpid())]
-    argv += ["--record", str(tmp_path), "--", "sh", "-c", "sleep 300 & echo $! > pid; exit 3"]
+    # (exit only once the child is sleep: before its exec, it is still a copy of sh)
+    left = "sleep 300 & p=$!; echo $p > pid; until grep -qx sleep /proc/$p/comm; do :; done; exit 3"
+    argv += ["--record", str(tmp_path), "--", "sh", "-c", left]
     proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3, proc.stderr
     strays = json.loads((tmp_path / "strays.json").read_text(encoding="utf-8"))
