@@ -16,7 +16,7 @@ from pathlib import Path
 
 from smmpi.errors import SmmpiError
 from smmpi.runners.base import RunOptions
-from smmpi.runners.local.runner import LocalRunner
+from smmpi.runners.registry import runner
 
 name, program, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 argv = ["smmpi", "submit", str(Path(__file__).with_name("probe_view.py")), "-N", "2", "-n", "2"]
@@ -39,7 +39,7 @@ def say(line: str) -> None:
 
 
 try:
-    job = LocalRunner().run(
+    job = runner("local").run(
         request, raw.getvalue(), RunOptions(exact=mode == "exact", progress=say)
     )
 except SmmpiError as err:
