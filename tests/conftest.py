@@ -89,6 +89,12 @@ SIDE_BY_SIDE = (
     "compat/test_mpi4py_suite.py",
     "compat/test_mpi4py_demos.py",
     "compat/test_mpipool.py",
+    # the packaged entry points' runs, the docs' blocks (each in a folder of its own, servers
+    # on free ports), the notebook against a server of its own, doctor's checks
+    "entry_points",
+    "test_readme.py",
+    "test_notebook.py",
+    "test_doctor.py",
 )
 
 #: Folders that check what their runs leave (namespaces, processes, mounts, run folders): they
@@ -122,13 +128,10 @@ SHARED_FIXTURE = {
         "oracle-differential",
     ),
     "faults/test_boundary.py": "boundary-probe",  # one probe job, checked 7 ways
-    # plain mpirun's runs of mpi4py's suite and of each demo, made once for both modes; in one
-    # worker, one of these runs at a time: their ranks poll while they wait, and several at once
-    # beside the other workers made tests with deadlines miss them
-    **dict.fromkeys(
-        ("compat/test_mpi4py_suite.py", "compat/test_mpi4py_demos.py", "compat/test_mpipool.py"),
-        "mpi4py",
-    ),
+    # plain mpirun's runs of mpi4py's suite and of each demo, made once for both modes: the
+    # suite in one worker, the demos in another (each run of one of them at a time)
+    "compat/test_mpi4py_suite.py": "mpi4py-suite",
+    **dict.fromkeys(("compat/test_mpi4py_demos.py", "compat/test_mpipool.py"), "mpi4py-demos"),
 }
 
 

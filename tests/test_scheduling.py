@@ -1,4 +1,4 @@
-"""`make test`'s side-by-side pass (``-n 4 --dist loadgroup``): the modules that share a costly
+"""`make test`'s side-by-side pass (``-n 6 --dist loadgroup``): the modules that share a costly
 fixture run as one unit of work each, so the fixture is made once, not in every worker."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ ORACLE = "tests/oracle/test_tags.py::test_tags_are_rewritten_as_the_toolkit_does
 ORACLE_TOO = "tests/oracle/test_mpirun.py::test_mpirun_argv_is_the_toolkits[tf-1x1-cpu]"
 SUITE = "tests/compat/test_mpi4py_suite.py::test_mpi4py_suite_matches_plain_mpirun_per_rank[hosts]"
 DEMO = "tests/compat/test_mpi4py_demos.py::test_demo_prints_what_plain_mpirun_prints[x]"
+POOL = "tests/compat/test_mpipool.py::test_mpipool_readme_example[hosts]"
 
 
 def _config(dist: str) -> Any:
@@ -25,7 +26,8 @@ def _config(dist: str) -> Any:
 def test_the_modules_of_one_shared_fixture_are_one_unit_of_work() -> None:
     groups = _SharedFixtureGroups(_config("loadgroup"))
     assert groups._split_scope(ORACLE) == groups._split_scope(ORACLE_TOO) == "oracle-differential"
-    assert groups._split_scope(SUITE) == groups._split_scope(DEMO) == "mpi4py"
+    assert groups._split_scope(SUITE) == "mpi4py-suite"
+    assert groups._split_scope(DEMO) == groups._split_scope(POOL) == "mpi4py-demos"
 
 
 def test_every_other_test_is_a_unit_of_its_own() -> None:

@@ -133,8 +133,12 @@ class Machine:
         )
 
 
+#: Where tests mount scratch file systems: pytest's folders and the compat suite's shared one
+SCRATCH = ("/pytest-of-", "/.pytest_cache/compat/scratch-")
+
+
 def _ours_or_not_scratch(point: str, own: Path) -> bool:
-    return "/pytest-of-" not in point or (point + "/").startswith(f"{own}/")
+    return not any(s in point for s in SCRATCH) or (point + "/").startswith(f"{own}/")
 
 
 def descendants(pid: int) -> list[str]:
