@@ -211,7 +211,7 @@ def _ended(env: dict[str, str], cwd: Path) -> None:
         )
         if queue.returncode == 0 and not queue.stdout.strip():
             return
-        time.sleep(0.05)
+        time.sleep(0.2)
     raise SystemExit("the queue did not empty within 60 s")
 
 
