@@ -31,7 +31,10 @@ def slurm_up_cmd(nodes: int, cpus: int) -> None:
     # the launch is asked once here, not at every submit (`srun --mpi=list`)
     pmix = commands.offers_pmix(profile.Profile(LOCAL_PROFILE, bin=bin_dir))
     launch = "srun" if pmix else "mpirun"
-    profile.save(LOCAL_PROFILE, {"bin": bin_dir, "workdir": shared, "launch": launch})
+    # a followed job's end is seen as slurmctld writes it to the jobcomp file
+    jobcomp = layout.Shape(state.folder, state.nodes, state.cpus).jobcomp
+    settings = {"bin": bin_dir, "workdir": shared, "launch": launch, "jobcomp": jobcomp}
+    profile.save(LOCAL_PROFILE, settings)
     click.echo(
         f"SLURM cluster up: {state.nodes} nodes x {state.cpus} CPUs, partition "
         f"{layout.PARTITION}, in {state.folder}"

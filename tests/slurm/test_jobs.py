@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,47 @@ def test_python_api_submits_and_waits(cluster: Cluster, monkeypatch: pytest.Monk
 
     # once the job has left slurmctld's memory (MinJobAge), the jobcomp file answers the same
     assert operate.from_sacct(profile.load("local"), final.job_id) == final
+
+
+NAPPER = """
+import time
+from mpi4py import MPI
+MPI.COMM_WORLD.Barrier()
+time.sleep(6)
+"""
+
+
+def test_a_followed_job_is_asked_after_when_its_files_change(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """`submit --wait` asks `scontrol` when the job's output file appears and when slurmctld
+    writes its end to the jobcomp file (profile `local` names it), and otherwise once in 2 s:
+    not ten times a second while the job runs, beside its ranks."""
+    asked = tmp_path / "asked.txt"
+    counted = tmp_path / "bin"
+    counted.mkdir()
+    for name in ("sbatch", "sinfo", "scontrol", "sacct", "squeue"):
+        real = cluster.folder / "bin" / name
+        note = f'echo "$*" >>{asked}\n' if name == "scontrol" else ""
+        (counted / name).write_text(f'#!/bin/sh\n{note}exec {real} "$@"\n')
+        (counted / name).chmod(0o755)
+    config = json.loads(Path(cluster.env["SMMPI_CONFIG"]).read_text())
+    local = config["slurm_profiles"]["local"]
+    assert Path(local["jobcomp"]).is_file()  # `slurm up` named it, slurmctld writes it
+    config["slurm_profiles"]["counted"] = {**local, "bin": str(counted)}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    env = {**cluster.env, "SMMPI_CONFIG": str(tmp_path / "config.json")}
+    program = tmp_path / "napper.py"
+    program.write_text(NAPPER)
+    args = ["submit", str(program), "-N", "3", "--ppn", "2", "--backend", "slurm"]
+    started = time.monotonic()
+    done = smmpi([*args, "--profile", "counted", "--job-name", "smmpi-napper"], env)
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    job_id = done.stdout.strip()
+    said = [f"smmpi: job {job_id} {state} on node[1-3]" for state in ("RUNNING", "COMPLETED")]
+    assert [line for line in done.stderr.splitlines() if line in said] == said
+    questions = asked.read_text().splitlines()
+    # PENDING, RUNNING, the end (and COMPLETING), the 2 s safety net: asked every 0.1 s, a
+    # job of 6 s and more took 30 questions
+    assert len(questions) <= 6 + took / 2, (took, questions)

@@ -34,6 +34,11 @@ class Shape:
     def socket(self) -> str:
         return self.path("munge", "munge.socket")
 
+    @property
+    def jobcomp(self) -> str:
+        """slurmctld's record of each job's end, a line as it ends (``jobcomp/filetxt``)."""
+        return self.path("log", "jobcomp.txt")
+
 
 def slurm_conf(s: Shape) -> str:
     """A cluster of ``nodes`` nodes with ``cpus`` CPUs each, every file in the folder."""
@@ -60,7 +65,7 @@ def slurm_conf(s: Shape) -> str:
         "JobAcctGatherType=jobacct_gather/none",
         "AccountingStorageType=accounting_storage/none",
         "JobCompType=jobcomp/filetxt",
-        f"JobCompLoc={s.path('log', 'jobcomp.txt')}",
+        f"JobCompLoc={s.jobcomp}",
         "MpiDefault=none",
         "MailProg=/bin/true",
         # a batch job is scheduled at slurmctld's next tick (1 s) rather than after its

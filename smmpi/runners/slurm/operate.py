@@ -17,6 +17,7 @@ from smmpi.bounded import copy_regular, open_regular, read_regular
 from smmpi.errors import BadInput
 from smmpi.runners.slurm import commands
 from smmpi.runners.slurm.profile import Profile
+from smmpi.runners.slurm.signs import Signs, interval
 
 ENDED = (
     *("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL"),
@@ -126,17 +127,22 @@ def poll_interval(elapsed: float) -> float:
 
 
 def follow(profile: Profile, job_id: str, on_state: Callable[[JobState], None]) -> JobState:
-    """Until the job ends; ``on_state`` hears each state it passes through."""
+    """Until the job ends; ``on_state`` hears each state it passes through. SLURM is asked
+    when a sign appears (:mod:`~smmpi.runners.slurm.signs`), else on the usual schedule."""
     seen = ""
     start = time.monotonic()
+    signs = Signs.of(job_id, profile.jobcomp)
     while True:
+        signs.mark()
         current = state(profile, job_id)
+        signs.watch_folder(current.work_dir)
         if current.state != seen:
             seen = current.state
             on_state(current)
         if current.ended:
             return current
-        time.sleep(poll_interval(time.monotonic() - start))
+        quick = poll_interval(time.monotonic() - start)
+        signs.wait(interval(signs, current.state, quick))
 
 
 def rank_logs(job_dir: str) -> list[tuple[int, str, Path]]:
@@ -181,8 +187,11 @@ def follow_logs(
     """Each rank's new lines as they come, until the job ends; its last state."""
     offsets: dict[Path, int] = {}
     start = time.monotonic()
+    signs = Signs.of(job_id, profile.jobcomp)
     while True:
+        signs.mark()
         current = state(profile, job_id)
+        signs.watch_folder(current.work_dir)
         for r, node, path in rank_logs(current.work_dir) if current.work_dir else []:
             if rank is not None and r != rank:
                 continue
@@ -191,7 +200,9 @@ def follow_logs(
                 emit(line if rank is not None else f"[rank {r} {node}] {line}")
         if current.ended:
             return current
-        time.sleep(poll_interval(time.monotonic() - start))
+        # lines come as they are written: the usual schedule, sooner at a sign
+        quick = poll_interval(time.monotonic() - start)
+        signs.wait(min(quick, interval(signs, current.state, quick)))
 
 
 def jobs(profile: Profile) -> list[JobState]:

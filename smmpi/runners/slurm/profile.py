@@ -5,7 +5,9 @@ cluster's ``SLURM_CONF``), ``bin`` (the folder of its commands; default: PATH),
 ``partition``, ``account``, ``time`` (SLURM's time limit), ``modules`` (lines such as
 ``module load mpi/OpenMPI``), ``activate`` (a Python environment's folder), ``sbatch``
 (further ``#SBATCH`` options), ``workdir`` (a folder on the cluster's shared filesystem;
-default ``~/smmpi-slurm``) and ``launch`` (``srun``, ``mpirun`` or ``auto``).
+default ``~/smmpi-slurm``), ``launch`` (``srun``, ``mpirun`` or ``auto``) and ``jobcomp`` (the
+cluster's ``jobcomp/filetxt`` file where this machine sees it: a followed job's end is seen as
+slurmctld writes it).
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from smmpi.errors import BadInput
 
 KEY = "slurm_profiles"
 DEFAULT = "default"
-_STRINGS = ("conf", "bin", "partition", "account", "time", "activate", "workdir", "launch")
+_STRINGS = (
+    *("conf", "bin", "partition", "account", "time", "activate", "workdir", "launch"),
+    "jobcomp",
+)
 _LISTS = ("modules", "sbatch")
 LAUNCH_CHOICES = ("auto", "srun", "mpirun")
 TIME_RULE = (
@@ -44,6 +49,7 @@ class Profile:
     sbatch: tuple[str, ...] = ()
     workdir: str = field(default_factory=lambda: os.path.expanduser("~/smmpi-slurm"))
     launch: str = "auto"
+    jobcomp: str | None = None
 
 
 def check_time(value: str, field_name: str = "time") -> str:
@@ -62,6 +68,8 @@ def _check_name(key: str, value: str) -> None:
         raise BadInput("launch", value, " | ".join(LAUNCH_CHOICES))
     if key == "time":
         check_time(value)
+    if key == "jobcomp" and not os.path.isabs(value):
+        raise BadInput("jobcomp", value, "an absolute path (the cluster's JobCompLoc)")
 
 
 def _fields(name: str, raw: Any) -> dict[str, Any]:

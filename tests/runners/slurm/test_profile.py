@@ -21,6 +21,7 @@ def config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 def test_no_profile_is_the_defaults_and_a_saved_one_loads(config: Path) -> None:
     assert load() == Profile()
     save("lab", {"partition": "debug", "modules": ["module load mpi"], "launch": "mpirun"})
+    save("cluster", {"jobcomp": "/var/log/slurm/jobcomp.txt"})
     save("default", {"time": "1-00:00"})
     lab = load("lab")
     assert (lab.name, lab.partition, lab.modules, lab.launch) == (
@@ -30,6 +31,7 @@ def test_no_profile_is_the_defaults_and_a_saved_one_loads(config: Path) -> None:
         "mpirun",
     )
     assert load().time == "1-00:00"
+    assert load("cluster").jobcomp == "/var/log/slurm/jobcomp.txt"
     assert load("lab", partition="gpu", account=None).partition == "gpu"  # the flag wins
 
 
@@ -54,6 +56,7 @@ def test_other_times_are_refused(value: str) -> None:
         ({"lab": {"bin": " "}}, "invalid slurm_profiles.lab.bin: ' '; allowed: a non-empty"),
         ({"lab": {"partition": "a b"}}, "invalid partition: 'a b'; allowed: letters, digits"),
         ({"lab": {"launch": "ssh"}}, "invalid launch: 'ssh'; allowed: auto | srun | mpirun"),
+        ({"lab": {"jobcomp": "log/j.txt"}}, "invalid jobcomp: 'log/j.txt'; allowed: an absolute"),
     ],
 )
 def test_a_bad_profile_is_one_line_naming_the_setting(
