@@ -144,9 +144,9 @@ def test_remote_mpirun_rank_that_raises_gives_its_exception_and_the_failed_rank(
     # the SDK raises the exception the rank raised, which the job put in S3
     assert "RAISED ValueError rank 1 refuses" in out, out[-4000:]
     assert desc["TrainingJobStatus"] == "Failed"
-    reason = desc["FailureReason"]
-    assert reason.startswith("AlgorithmError: "), reason
-    assert "rank 1" in reason and "algo-1" in reason, reason
+    reason = desc["FailureReason"]  # the SDK's failure file, then smmpi's line
+    assert reason.startswith("ValueError('rank 1 refuses')"), reason
+    assert "rank 1 (algo-1)" in reason, reason
 
 
 def _request(name: str, bucket: str, folder: str) -> dict[str, Any]:
@@ -260,3 +260,49 @@ print("PROBE", socket.gethostname(), names, reached, flush=True)
         "algo-1 [] ConnectionRefusedError",
         "algo-2 [] ConnectionRefusedError",
     ], lines[-40:]
+
+
+@pytest.mark.parametrize("count", ["0", "two"])
+def test_remote_job_with_a_bad_nproc_per_node_fails_before_anything_runs(
+    serve: ServeProcess, bucket: str, job_name: str, count: str
+) -> None:
+    image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-cpu-py311"
+    channel = "sagemaker_remote_function_bootstrap"
+    uri = f"s3://{bucket}/rf/{job_name}"
+    serve.client("sagemaker").create_training_job(
+        TrainingJobName=job_name,
+        RoleArn=ROLE,
+        AlgorithmSpecification={
+            "TrainingImage": image,
+            "TrainingInputMode": "File",
+            "ContainerEntrypoint": ["/bin/bash", f"/opt/ml/input/data/{channel}/job_driver.sh"],
+            "ContainerArguments": [
+                "--s3_base_uri",
+                uri,
+                "--region",
+                REGION,
+                "--distribution",
+                "mpirun",
+                "--user_nproc_per_node",
+                count,
+            ],
+        },
+        InputDataConfig=[
+            {
+                "ChannelName": channel,
+                "DataSource": {
+                    "S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"{uri}/{channel}"}
+                },
+            }
+        ],
+        OutputDataConfig={"S3OutputPath": uri},
+        ResourceConfig={"InstanceType": "ml.c5.2xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30},
+        StoppingCondition={"MaxRuntimeInSeconds": 600},
+    )
+    desc = wait_end(serve, job_name)
+    assert desc["TrainingJobStatus"] == "Failed"
+    assert desc["FailureReason"] == (
+        f"ClientError: invalid ContainerArguments --user_nproc_per_node: {count!r}; "
+        "allowed: a count >= 1"
+    ), desc["FailureReason"]
+    assert not (serve.state / "runs" / job_name).exists()
