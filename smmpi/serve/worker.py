@@ -75,6 +75,26 @@ def _endpoint(spec: dict[str, Any], access: dict[str, str]) -> Callable[[dict[st
     return start
 
 
+def _saying_whose(given: dict[str, str]) -> Callable[[str], None]:
+    """Progress to stderr, where the run's line on the ranks' AWS variables says whose they
+    are: the job's own key from serve, not this shell's."""
+    from smmpi.platform.layout import credentials_note
+    from smmpi.runners.base import writer
+
+    say, shell = writer(sys.stderr), credentials_note(given)
+
+    def progress(line: str) -> None:
+        if line == shell:
+            line = (
+                "smmpi: the ranks get the job's own key, which reaches S3 under the job's "
+                f"folder only, while it runs, at {given['AWS_ENDPOINT_URL_S3']} on each "
+                "instance's own loopback (on SageMaker: the execution role's credentials)"
+            )
+        say(line)
+
+    return progress
+
+
 def run(spec: dict[str, Any], access: dict[str, str] | None = None) -> dict[str, Any]:
     from smmpi.api import options
     from smmpi.errors import SmmpiError
@@ -99,8 +119,9 @@ def run(spec: dict[str, Any], access: dict[str, str] | None = None) -> dict[str,
         on_start = _restore(spec)
         if access:  # an @remote job: its instances' S3 endpoint, key and region
             on_start = _endpoint(spec, access)
+            given = json.loads(access[WORKER_ENV])
             chosen = dataclasses.replace(
-                chosen, env={**chosen.env, **json.loads(access[WORKER_ENV])}
+                chosen, env={**chosen.env, **given}, progress=_saying_whose(given)
             )
         job = run_local(spec["request"], source, chosen, on_start=on_start)
     except KeyboardInterrupt:
