@@ -127,6 +127,9 @@ def test_remote_mpirun_2x2_returns_what_its_ranks_computed(
         line for lines in log_lines(serve, desc["TrainingJobName"]).values() for line in lines
     )
     assert "mpirun -np 2 (its -np is per node), so 2 of 2 x 2 = 4 ranks started" in logs
+    # the SDK's bootstrap logs every variable, the job's key masked
+    keys = [line for line in logs.splitlines() if "AWS_SECRET_ACCESS_KEY" in line]
+    assert keys and all(line.endswith("AWS_SECRET_ACCESS_KEY=******") for line in keys), keys
 
 
 def test_remote_mpirun_rank_that_raises_gives_its_exception_and_the_failed_rank(
