@@ -7,7 +7,8 @@ handing serve a socket listening on its own loopback
 (:mod:`smmpi.platform.instance_endpoint`). serve checks what it got (a listening TCP socket
 on 127.0.0.1, one per instance, from a process of this user's), then accepts its
 connections and answers them with its own HTTP handler, marked as the job's: there, only
-the job's minted key signs (:mod:`.job_keys`). Everything closes as the job ends.
+the job's minted key signs (:mod:`.job_keys`). Everything closes as the job ends, the
+connections clients keep alive included.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import selectors
 import socket
 import struct
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -79,6 +81,7 @@ class JobEndpoint:
         self.job, self.path, self.instances, self.serve = job, path, instances, serve
         self.relay = _bind(path)
         self.listeners: list[socket.socket] = []
+        self.connections: weakref.WeakSet[socket.socket] = weakref.WeakSet()
         self.chooser = selectors.DefaultSelector()
         self.chooser.register(self.relay, selectors.EVENT_READ, self._hand_over)
         self.ended = threading.Event()
@@ -110,6 +113,7 @@ class JobEndpoint:
     def _accept(self, listener: socket.socket) -> None:
         conn, address = listener.accept()
         conn.setblocking(True)
+        self.connections.add(conn)
         self.serve(conn, address, self.job)
 
     def close(self) -> None:
@@ -119,6 +123,9 @@ class JobEndpoint:
         for sock in [self.relay, *self.listeners]:
             with contextlib.suppress(OSError):
                 sock.close()
+        for conn in list(self.connections):  # a kept-alive client's too: nothing answers now
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
         self.chooser.close()
         with contextlib.suppress(OSError):
             self.path.unlink()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,11 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
 
+from smmpi.platform.instance_endpoint import _hand_over
 from smmpi.serve import Server
-from smmpi.serve.worker import WORKER_ENV
+from smmpi.serve.worker import WORKER_ENV, WORKER_RELAY
 from tests.helpers import BIN
 from tests.serve.serving import (
     REGION,
@@ -57,7 +59,7 @@ def world(x, fail_rank):
     import socket
 
     import boto3
-    from botocore.exceptions import ClientError
+    from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
@@ -310,3 +312,41 @@ def test_remote_job_with_a_bad_nproc_per_node_fails_before_anything_runs(
         "allowed: a count >= 1"
     ), desc["FailureReason"]
     assert not (serve.state / "runs" / job_name).exists()
+
+
+def test_job_endpoint_answers_the_job_key_only_and_closes_with_the_job(tmp_path: Path) -> None:
+    """An instance's hand-over, as instance_endpoint does it (here on this machine's loopback,
+    a free port): serve answers the socket it got, for the job's key only, until the job ends."""
+    with Server(state=tmp_path / "state") as server:
+        boto3.client(
+            "s3",
+            endpoint_url=server.url,
+            region_name=REGION,
+            aws_access_key_id=server.keys.access_key,
+            aws_secret_access_key=server.keys.secret_key,
+        ).create_bucket(Bucket="jobs", CreateBucketConfiguration={"LocationConstraint": REGION})
+        work = tmp_path / "work"
+        work.mkdir()
+        given = server.runner.access.open(
+            "job-2", _request("job-2", "jobs", "rf/job-2"), work, REGION
+        )
+        relay, keys = given[WORKER_RELAY], json.loads(given[WORKER_ENV])
+        with socket.socket() as connected:  # not a listening socket: refused
+            connected.bind(("127.0.0.1", 0))
+            assert _hand_over(relay, connected).startswith(b"refused")
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        assert _hand_over(relay, listener) == b"ok\n"
+        listener.close()  # serve holds the only copy now, as after the instance's exec
+        s3 = _s3(url, keys)
+        assert _code(s3.put_object, Bucket="jobs", Key="rf/job-2/results/a", Body=b"2") == "ok"
+        serves = {
+            "AWS_ACCESS_KEY_ID": server.keys.access_key,
+            "AWS_SECRET_ACCESS_KEY": server.keys.secret_key,
+        }
+        assert _code(_s3(url, serves).list_buckets) == "InvalidAccessKeyId"
+        server.runner.access.close("job-2")
+        with pytest.raises((EndpointConnectionError, ConnectionClosedError)):
+            s3.get_object(Bucket="jobs", Key="rf/job-2/results/a")  # nothing answers there now
