@@ -109,8 +109,10 @@ def check_reach(key: JobKey, incoming: Incoming, service: str) -> None:
     if unquote(bucket) != key.bucket:
         raise _denied(f"bucket {unquote(bucket)[:64]!r}")
     source = incoming.headers.get("x-amz-copy-source")
-    if source is not None and not _under(key, unquote(source).lstrip("/").partition("/")[2]):
-        raise _denied("a copy from outside the job's folder")
+    if source is not None:
+        from_bucket, _, from_key = unquote(source).lstrip("/").partition("/")
+        if from_bucket != key.bucket or not _under(key, from_key.partition("?")[0]):
+            raise _denied("a copy from outside the job's folder")
     if raw_key:
         if not _under(key, unquote(raw_key)) or set(query) - _OBJECT:
             raise _denied(f"s3://{key.bucket}/{unquote(raw_key)[:200]}")

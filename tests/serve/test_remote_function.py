@@ -199,6 +199,7 @@ def test_job_key_reaches_its_folder_only_and_ends_with_the_job(tmp_path: Path) -
         )
         for name in ("jobs", "other"):
             own.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": REGION})
+        own.put_object(Bucket="other", Key="rf/job-1/results/a", Body=b"another bucket's")
         own.put_object(Bucket="jobs", Key="rf/job-10/../x", Body=b"x")
         own.put_object(Bucket="jobs", Key="rf/job-1-other/x", Body=b"x")
         work = tmp_path / "work"
@@ -223,6 +224,12 @@ def test_job_key_reaches_its_folder_only_and_ends_with_the_job(tmp_path: Path) -
                 Bucket="jobs",
                 Key="rf/job-1/c",
                 CopySource={"Bucket": "jobs", "Key": "rf/job-1-other/x"},
+            ),
+            "copy_bucket": _code(
+                s3.copy_object,
+                Bucket="jobs",
+                Key="rf/job-1/c",
+                CopySource={"Bucket": "other", "Key": "rf/job-1/results/a"},
             ),
             "delete_bucket": _code(s3.delete_bucket, Bucket="jobs"),
         }
