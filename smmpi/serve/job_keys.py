@@ -105,7 +105,10 @@ def check_reach(key: JobKey, incoming: Incoming, service: str) -> None:
     if not host.replace(".", "").isdigit() and host != "localhost":
         raise _denied("virtual-host addressing: path-style requests only")  # as the SDK sends
     bucket, _, raw_key = incoming.path.lstrip("/").partition("/")
-    query = dict(parse_qsl(incoming.query, keep_blank_values=True))
+    pairs = parse_qsl(incoming.query, keep_blank_values=True)
+    query = dict(pairs)
+    if len(query) != len(pairs):  # a parameter twice: which one S3 would take is not ours
+        raise _denied("a query parameter given twice")
     if unquote(bucket) != key.bucket:
         raise _denied(f"bucket {unquote(bucket)[:64]!r}")
     source = incoming.headers.get("x-amz-copy-source")

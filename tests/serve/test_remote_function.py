@@ -12,7 +12,7 @@ import json
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import boto3
 import pytest
@@ -234,6 +234,10 @@ def test_job_key_reaches_its_folder_only_and_ends_with_the_job(tmp_path: Path) -
             "delete_bucket": _code(s3.delete_bucket, Bucket="jobs"),
         }
         assert set(refused.values()) == {"AccessDenied"}, refused
+        twice = _signed_get(
+            f"{server.url}/jobs?list-type=2&prefix=rf%2F&prefix=rf%2Fjob-1%2F", keys, "s3"
+        )
+        assert twice.status_code == 403 and b"AccessDenied" in twice.content
         sm = boto3.client(
             "sagemaker",
             endpoint_url=server.url,
@@ -357,3 +361,29 @@ def test_job_endpoint_answers_the_job_key_only_and_closes_with_the_job(tmp_path:
         server.runner.access.close("job-2")
         with pytest.raises((EndpointConnectionError, ConnectionClosedError)):
             s3.get_object(Bucket="jobs", Key="rf/job-2/results/a")  # nothing answers there now
+
+
+class _Answer(NamedTuple):
+    status_code: int
+    content: bytes
+
+
+def _signed_get(url: str, keys: dict[str, str], service: str) -> _Answer:
+    """A GET of ``url`` signed with ``keys`` by botocore's own signer, sent as it is."""
+    import urllib.error
+    import urllib.request
+
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    request = AWSRequest(method="GET", url=url, headers={})
+    creds = Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
+    S3SigV4Auth(creds, service, REGION).add_auth(request)
+    prepared = request.prepare()
+    sent = urllib.request.Request(url, headers=dict(prepared.headers), method="GET")
+    try:
+        with urllib.request.urlopen(sent, timeout=30) as answer:
+            return _Answer(answer.status, answer.read())
+    except urllib.error.HTTPError as err:
+        return _Answer(err.code, err.read())
