@@ -69,6 +69,7 @@ FIRST_LINE = (
     "ContainerArguments (sm_train.sh, then the SDK's MPI driver, unchanged) with a real sshd; "
     "the driver's own waits (ssh bootstrap, status files) add seconds"
 )
+S3_ENDPOINT = "AWS_ENDPOINT_URL_S3"  # what serve gives an @remote job's instances
 REMOTE_LINE = (
     "smmpi: @remote: every instance runs the request's ContainerEntrypoint and "
     "ContainerArguments (job_driver.sh, the SDK's bootstrap, then mpirun on algo-1, unchanged) "
@@ -231,6 +232,11 @@ def run_trainer(
     channels = dict(channels or {})
     say = options.progress
     shape, np, api = driver_world(request, channels)
+    if api == "remote" and S3_ENDPOINT not in options.env:
+        raise BadInput(
+            "request", "@remote's job script", "a run under smmpi serve (its ranks reach S3 "
+            "through the job's own endpoint and key, which serve gives them)",
+        )  # fmt: skip
     name = check_job_name(shape.job_name)
     check_channels(request, channels)
     checked = check_trainer_run(options, shape.instances, shape.ppn)

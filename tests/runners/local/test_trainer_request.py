@@ -88,3 +88,25 @@ def test_remote_function_world_is_nproc_per_node_and_its_np_is_per_node() -> Non
     assert not shape.toolkit_tags
     request["AlgorithmSpecification"]["ContainerArguments"] = args  # the instance's CPUs
     assert driver_world(request, {})[0].ppn == len(os.sched_getaffinity(0))
+
+
+def test_remote_function_request_runs_under_serve_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from smmpi.api import options
+    from smmpi.runners.local.trainer import run_trainer
+
+    monkeypatch.setenv("SMMPI_LOCAL_JOBS", str(tmp_path / "jobs"))
+    request: dict[str, Any] = {
+        "TrainingJobName": "rf-job",
+        "AlgorithmSpecification": {"TrainingImage": "img", "ContainerEntrypoint": ["/bin/bash"]},
+        "ResourceConfig": {"InstanceCount": 2, "InstanceType": "ml.c5.2xlarge"},
+        "InputDataConfig": [{"ChannelName": REMOTE_FUNCTION}],
+    }
+    with pytest.raises(BadInput) as refused:
+        run_trainer(request, None, options())  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        'invalid request: "@remote\'s job script"; allowed: a run under smmpi serve (its ranks '
+        "reach S3 through the job's own endpoint and key, which serve gives them)"
+    )
+    assert not (tmp_path / "jobs").exists()
