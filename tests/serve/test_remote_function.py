@@ -59,7 +59,7 @@ def world(x, fail_rank):
     import socket
 
     import boto3
-    from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
+    from botocore.exceptions import ClientError
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
