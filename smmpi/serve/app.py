@@ -5,7 +5,9 @@ smmpi's training-job operations (by ``X-Amz-Target``), ``monitoring`` to the
 jobs' metrics in CloudWatch (:mod:`.cloudwatch`); S3, CloudWatch Logs,
 STS, IAM and CloudFormation go to moto's server app for that service, in this
 process. Nothing is read past a size limit, nothing runs for a request serve
-did not sign-check, and moto's own control API (``/moto-api``) is not served.
+did not sign-check, and moto's own control API (``/moto-api``) is not served. A key
+serve minted for a running ``@remote`` job reaches S3 under that job's folder only
+(:mod:`.job_keys`); on the job's own endpoint, inside its instances, nothing else signs.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from typing import Any
 from urllib.parse import quote
 
 from smmpi.serve import operations, routing
-from smmpi.serve.auth import Incoming, scope_of, verify
+from smmpi.serve.auth import Incoming, Signed, access_key_of, scope_of, verify
 from smmpi.serve.calls import Call
-from smmpi.serve.errors import ApiError, Response, render
+from smmpi.serve.errors import ApiError, Response, auth_error, render
 from smmpi.serve.iam import refuse_denied
+from smmpi.serve.job_keys import JobKeys, check_reach
 from smmpi.serve.journal import changes, new_seed, seeded
 from smmpi.serve.state import Keys
 
@@ -31,6 +34,7 @@ MOTO_SERVICES = frozenset({"s3", "logs", "sts", "iam", "cloudformation"})
 MAX_BODY = {"s3": 512 << 20}  # bytes; every other service's requests stay under 1 MiB
 DEFAULT_MAX_BODY = 1 << 20
 _READS = ("GET", "HEAD")
+JOB_ENVIRON = "smmpi.job"  # the job whose own endpoint a request came in on
 _JSON = "application/x-amz-json-1.1"
 _STATUS_TEXT = {
     200: "OK",
@@ -94,8 +98,10 @@ class App:
         written: Callable[[Call, int], None],
         job_streams: Callable[[str, bytes, str], bytes | None] = lambda *args: None,
         monitoring: Callable[[Incoming, str], Response] | None = None,
+        job_keys: JobKeys | None = None,
     ) -> None:
         self.keys, self.jobs, self.written = keys, jobs, written
+        self.job_keys = job_keys or JobKeys()  # the keys of the @remote jobs running now
         self.monitoring = monitoring  # CloudWatch's training metrics (cloudwatch.answer)
         self.job_streams = job_streams  # smmpi's answers about jobs' streams (JobLogs.job_streams)
         self._moto: dict[str, Any] = {}
@@ -140,7 +146,7 @@ class App:
         operation: str | None,
     ) -> Iterable[bytes]:
         method, path, query, body = incoming.method, incoming.path, incoming.query, incoming.body
-        signed = verify(incoming, self.keys)
+        signed = self._verify(environ, incoming)
         routing.check_service(operation, signed.service)
         if signed.service == "sagemaker":
             routing.check_region(signed.region, signed.service)
@@ -182,6 +188,22 @@ class App:
         if method not in _READS or target:
             self.written(call, int(status[-1][:3]) if status and status[-1][:3].isdigit() else 0)
         return answer  # type: ignore[no-any-return]
+
+    def _verify(self, environ: dict[str, Any], incoming: Incoming) -> Signed:
+        """Signed by serve's key, or by a job's (and within its reach); on a job's own
+        endpoint (``JOB_ENVIRON``), by that job's key only."""
+        minted = self.job_keys.find(access_key_of(incoming.headers.get("authorization")))
+        job = environ.get(JOB_ENVIRON)
+        if job is not None and (minted is None or minted.job != job):
+            scope = scope_of(incoming.headers.get("authorization"))
+            raise auth_error(
+                "unknown-key", "The AWS Access Key Id you provided does not exist in our "
+                "records.", scope[1] if scope else "s3",
+            )  # fmt: skip
+        signed = verify(incoming, minted.keys if minted else self.keys)
+        if minted is not None:
+            check_reach(minted, incoming, signed.service)
+        return signed
 
     def _sagemaker(
         self, environ: dict[str, Any], method: str, path: str, body: bytes, region: str

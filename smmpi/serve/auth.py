@@ -1,6 +1,7 @@
 """SigV4 verification: the signature a request carries, recomputed as botocore's signer computes it.
 
-serve accepts one key pair, its own (:mod:`.state`). For each request it
+serve accepts its own key pair (:mod:`.state`), and the keys it mints for jobs
+(:mod:`.job_keys`, which limits what they reach). For each request it
 parses the ``Authorization`` header, refuses another access key, then signs
 the request again by botocore's algorithm (:class:`~botocore.auth.SigV4Auth`'s
 canonical request, limited to the headers the client signed, at the client's
@@ -64,6 +65,13 @@ def scope_of(authorization: str | None) -> tuple[str, str] | None:
     m = _AUTH_RE.match(authorization or "")
     scope = _SCOPE_RE.match(m["cred"]) if m else None
     return (scope["region"], scope["service"]) if scope else None
+
+
+def access_key_of(authorization: str | None) -> str | None:
+    """The access key id a SigV4 header names, without verifying it."""
+    m = _AUTH_RE.match(authorization or "")
+    scope = _SCOPE_RE.match(m["cred"]) if m else None
+    return scope["key"] if scope else None
 
 
 @functools.lru_cache(maxsize=1024)  # pollers send the same paths again and again

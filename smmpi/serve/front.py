@@ -30,6 +30,7 @@ from typing import Any
 from moto.moto_server.werkzeug_app import MotoRequestHandler
 
 from smmpi.errors import BadInput
+from smmpi.serve.app import JOB_ENVIRON
 from smmpi.serve.errors import ApiError, render
 
 _NO_BODY = ("1", "204", "304")
@@ -84,6 +85,7 @@ class Handler(MotoRequestHandler):
     def finish(self) -> None:
         with _OPEN_LOCK:
             self.server.open_connections.discard(self.connection)  # type: ignore[attr-defined]
+            self.server.job_of.pop(self.connection, None)  # type: ignore[attr-defined]
         super().finish()
 
     def log_request(self, *args: Any, **kwargs: Any) -> None:
@@ -109,6 +111,10 @@ class Handler(MotoRequestHandler):
 
     def run_wsgi(self) -> None:
         environ = self.make_environ()
+        with _OPEN_LOCK:
+            job = self.server.job_of.get(self.connection)  # type: ignore[attr-defined]
+        if job is not None:  # a connection to a job's own endpoint, inside its instances
+            environ[JOB_ENVIRON] = job
         length = str(environ.get("CONTENT_LENGTH") or "")
         body = _Counted(self.rfile, int(length) if length.isdigit() else 0)
         if "wsgi.input_terminated" in environ or (length and not length.isdigit()):
@@ -242,7 +248,15 @@ def make_server(bind: str, port: int, app: Any) -> Any:
     finally:
         sock.close()  # the server holds its own copy of the socket
     server.open_connections = set()  # type: ignore[attr-defined]
+    server.job_of = {}  # type: ignore[attr-defined]  # connections to a job's own endpoint
     return server
+
+
+def serve_job_connection(server: Any, conn: socket.socket, address: Any, job: str) -> None:
+    """Answer ``conn``, accepted on job ``job``'s own endpoint, as the job's (its key only)."""
+    with _OPEN_LOCK:
+        server.job_of[conn] = job
+    server.process_request(conn, address)
 
 
 def close_connections(server: Any) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from smmpi.archives import tar_dirs
+from smmpi.runners.local.trainer_request import DRIVERS, REMOTE_FUNCTION
 from smmpi.serve.s3store import S3Store
 from smmpi.toolkit.request import decode_hyperparameters, hosts
 from smmpi.trees import entries
@@ -36,17 +37,9 @@ def _split(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
-#: ``@remote``'s job: its ranks read the pickled function from S3 and write its result there,
-#: and an emulated instance has no network off this machine.
-REMOTE_CHANNEL = "sagemaker_remote_function_bootstrap"
-REMOTE_FUNCTION = (
-    "ClientError: smmpi serve does not run @remote's job script (sagemaker_remote_function_"
-    "bootstrap) yet: its ranks read the function from S3 and write its result there, and an "
-    "emulated instance reaches no S3"
-)
 OWN_START = (
-    "ClientError: smmpi serve runs a ContainerEntrypoint of ModelTrainer's only (its sm_drivers "
-    "channel)"
+    "ClientError: smmpi serve runs a ContainerEntrypoint of ModelTrainer's (its sm_drivers "
+    "channel) or of @remote's (its sagemaker_remote_function_bootstrap channel) only"
 )
 
 
@@ -64,8 +57,10 @@ def unsupported(request: dict[str, Any]) -> str | None:
             f"smmpi serve emulates the TensorFlow and PyTorch training images only, "
             f"not {image[:200] or 'an algorithm'}"
         )
-    if algo.get("ContainerEntrypoint") and not _has_channel(request, "sm_drivers"):
-        return REMOTE_FUNCTION if _has_channel(request, REMOTE_CHANNEL) else OWN_START
+    if algo.get("ContainerEntrypoint") and not any(
+        _has_channel(request, name) for name in (DRIVERS, REMOTE_FUNCTION)
+    ):
+        return OWN_START
     source = str(decode_hyperparameters(request).get("sagemaker_submit_directory") or "")
     # a request with its own container start (ModelTrainer's) has its code in a channel
     if not source.startswith("s3://") and not algo.get("ContainerEntrypoint"):

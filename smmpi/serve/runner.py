@@ -23,9 +23,11 @@ from typing import Any
 
 from smmpi.platform import failure_reason
 from smmpi.serve import platform
+from smmpi.serve.job_keys import JobKeys
 from smmpi.serve.jobs import TERMINAL, JobStore
 from smmpi.serve.logs import JobLogs
 from smmpi.serve.metrics import JobMetrics
+from smmpi.serve.remote_access import RemoteAccess
 from smmpi.serve.running import (
     STOP_GRACE,
     Running,
@@ -33,9 +35,10 @@ from smmpi.serve.running import (
     pump_lines,
     read_result,
     worker_env,
+    write_spec,
 )
 from smmpi.serve.s3store import S3Store
-from smmpi.serve.state import subfolder, write_json
+from smmpi.serve.state import subfolder
 from smmpi.serve.warm_pools import WarmPools
 from smmpi.toolkit import worker_log
 from smmpi.toolkit.request import hosts
@@ -56,8 +59,10 @@ class JobRunner:
         isolation: str | None = None,
         event: Callable[[str], None] = lambda line: None,
         exact: bool = False,
+        access: RemoteAccess | None = None,
     ) -> None:
         self.store, self.s3, self.logs, self.event = store, s3, logs, event
+        self.access = access or RemoteAccess(JobKeys(), lambda conn, *_: conn.close())
         self.isolation, self.exact = isolation, exact
         self.work_root = subfolder(root, "work")
         self.runs = subfolder(root, "runs")
@@ -118,6 +123,7 @@ class JobRunner:
         self.pools.close()
 
     def _end(self, name: str, status: str, secondary: str | None = None, **fields: Any) -> None:
+        self.access.close(name)  # an @remote job's key and endpoint end before the job does
         now = time.time()
         record = self.store.get(name)
         start = record.get("TrainingStartTime")
@@ -142,6 +148,7 @@ class JobRunner:
         finally:
             with self.lock:
                 self.running.pop(name, None)
+            self.access.close(name)
             self.metrics.close(name)
             with contextlib.suppress(OSError, KeyError, ValueError):  # else kept in memory
                 self.logs.close(name)  # its events are read from disk from now on
@@ -193,16 +200,17 @@ class JobRunner:
         work: Path,
         running: Running,
     ) -> dict[str, Any]:
-        self._write_spec(name, local, source, work)
+        write_spec(work, {**local, "TrainingJobName": name}, source, self.isolation, self.exact)
         streams = self.logs.open(name, region, hosts(request))
         first = next(iter(streams))
         self.logs.workers(name, region, streams, lambda host: worker_log.starting())
+        access = self.access.open(name, request, work, region)  # an @remote job's key, endpoint
         proc = subprocess.Popen(
             [sys.executable, "-m", "smmpi.serve.worker", str(work / "spec.json")],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**worker_env(self.runs), **self.pools.worker_env(name)},
+            env={**worker_env(self.runs), **self.pools.worker_env(name), **access},
             preexec_fn=die_with_parent,
         )
         running.proc = proc
@@ -233,20 +241,6 @@ class JobRunner:
             done = result["status"] == "Completed"
             self.logs.workers(name, region, streams, lambda host: worker_log.ending(host, done))
         return result
-
-    def _write_spec(self, name: str, local: dict[str, Any], source: bytes, work: Path) -> None:
-        """What the worker process runs: the request, its code, the mode and the folders."""
-        (work / "sourcedir.tar.gz").write_bytes(source)
-        spec = {
-            "request": {**local, "TrainingJobName": name},
-            "source": str(work / "sourcedir.tar.gz"),
-            "isolation": self.isolation,
-            "exact": self.exact,
-            "result": str(work / "result.json"),
-            "checkpoints": str(work / "checkpoints") if (work / "checkpoints").is_dir() else None,
-            "shards": str(work / "shards") if (work / "shards").is_dir() else None,
-        }
-        write_json(work / "spec.json", spec)
 
     def _supervise(
         self, name: str, request: dict[str, Any], running: Running, proc: subprocess.Popen[bytes]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smmpi.serve.state import read_json
+from smmpi.serve.state import read_json, write_json
 
 STOP_GRACE = 20.0  # seconds between SIGTERM and SIGKILL, as SageMaker's stop gives the container
 
@@ -55,3 +55,20 @@ def pump_lines(stream: Any, sink: Callable[[str], None]) -> None:
     """Each line of the worker's ``stream`` to ``sink``, decoded, without its line end."""
     for raw in iter(stream.readline, b""):
         sink(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+
+
+def write_spec(
+    work: Path, request: dict[str, Any], source: bytes, isolation: str | None, exact: bool
+) -> None:
+    """What the worker process runs: the request, its code, the mode and the folders."""
+    (work / "sourcedir.tar.gz").write_bytes(source)
+    spec = {
+        "request": request,
+        "source": str(work / "sourcedir.tar.gz"),
+        "isolation": isolation,
+        "exact": exact,
+        "result": str(work / "result.json"),
+        "checkpoints": str(work / "checkpoints") if (work / "checkpoints").is_dir() else None,
+        "shards": str(work / "shards") if (work / "shards").is_dir() else None,
+    }
+    write_json(work / "spec.json", spec)

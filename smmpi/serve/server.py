@@ -20,10 +20,12 @@ from typing import Any
 from smmpi.serve import cloudwatch
 from smmpi.serve.app import App
 from smmpi.serve.calls import Call
+from smmpi.serve.job_keys import JobKeys
 from smmpi.serve.job_records import ACCOUNT
 from smmpi.serve.jobs import JobStore
 from smmpi.serve.journal import Journal, changes
 from smmpi.serve.logs import JobLogs
+from smmpi.serve.remote_access import RemoteAccess
 from smmpi.serve.runner import JobRunner
 from smmpi.serve.s3store import S3Store
 from smmpi.serve.state import Keys, load_keys, read_json, state_folder, write_json
@@ -138,12 +140,16 @@ class Server:
         self.store = JobStore(self.root)
         for line in self.store.set_aside:
             self.event(line)
+        job_keys = JobKeys()  # minted for @remote jobs, answered on their own endpoints
         self.runner = JobRunner(
             self.root, self.store, self.s3, self.logs,
             parallel=self.parallel, isolation=self.isolation, event=self.event, exact=self.exact,
+            access=RemoteAccess(job_keys, self._job_connection),
         )  # fmt: skip
         monitoring = functools.partial(cloudwatch.answer, self.runner.metrics)
-        app = App(self.keys, self.runner, self._written, self.logs.job_streams, monitoring)
+        app = App(
+            self.keys, self.runner, self._written, self.logs.job_streams, monitoring, job_keys
+        )
         self.journal.compact()  # what later deletes undid is not replayed
         self.journal.replay(app.moto_app)  # IAM, CloudFormation and the clients' own logs
         self.s3.restore()
@@ -158,6 +164,14 @@ class Server:
         self._thread.start()
         write_json(self.root / RUNNING, {"url": self.url, "pid": os.getpid()})
         return self
+
+    def _job_connection(self, conn: Any, address: Any, job: str) -> None:
+        from smmpi.serve.front import serve_job_connection
+
+        if self._httpd is None:  # serve is stopping
+            conn.close()
+            return
+        serve_job_connection(self._httpd, conn, address, job)
 
     def _written(self, call: Call, status: int) -> None:
         if call.service in ("s3", "cloudformation") and call.method not in ("GET", "HEAD"):

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+WORKER_ENV = "SMMPI_SERVE_JOB_ENV"  # JSON: the variables every instance of the job gets
+WORKER_RELAY = "SMMPI_SERVE_RELAY"  # the relay's path in the job's work folder
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -46,7 +50,52 @@ def _restore(spec: dict[str, Any]) -> Callable[[dict[str, Any]], None] | None:
     return restore
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
+def _endpoint(spec: dict[str, Any], access: dict[str, str]) -> Callable[[dict[str, Any]], None]:
+    """An ``@remote`` job: every instance starts by handing serve its S3 endpoint
+    (:mod:`smmpi.platform.instance_endpoint`), through the relay serve made, which moves
+    into the run folder (the instances see it) as the run starts."""
+    from smmpi.ops.local_jobs import jobs_root
+
+    request = spec["request"]
+    inside = jobs_root() / request["TrainingJobName"] / "hosts" / ".smmpi" / "endpoint.sock"
+    algo = request["AlgorithmSpecification"]
+    algo["ContainerEntrypoint"] = [
+        sys.executable, "-I", "-m", "smmpi.platform.instance_endpoint", str(inside), "--",
+        *algo["ContainerEntrypoint"],
+    ]  # fmt: skip
+    restore = _restore(spec)
+
+    def start(record: dict[str, Any]) -> None:
+        target = Path(record["LocalHostsDir"]) / ".smmpi" / "endpoint.sock"
+        target.parent.mkdir(mode=0o700, exist_ok=True)
+        os.rename(access[WORKER_RELAY], target)
+        if restore is not None:
+            restore(record)
+
+    return start
+
+
+def _saying_whose(given: dict[str, str]) -> Callable[[str], None]:
+    """Progress to stderr, where the run's line on the ranks' AWS variables says whose they
+    are: the job's own key from serve, not this shell's."""
+    from smmpi.platform.layout import credentials_note
+    from smmpi.runners.base import writer
+
+    say, shell = writer(sys.stderr), credentials_note(given)
+
+    def progress(line: str) -> None:
+        if line == shell:
+            line = (
+                "smmpi: the ranks get the job's own key, which reaches S3 under the job's "
+                f"folder only, while it runs, at {given['AWS_ENDPOINT_URL_S3']} on each "
+                "instance's own loopback (on SageMaker: the execution role's credentials)"
+            )
+        say(line)
+
+    return progress
+
+
+def run(spec: dict[str, Any], access: dict[str, str] | None = None) -> dict[str, Any]:
     from smmpi.api import options
     from smmpi.errors import SmmpiError
     from smmpi.ops.drivers import LOCAL_WORLD
@@ -67,7 +116,14 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     try:
         # ModelTrainer's: the container's own start, the driver's -np as SageMaker runs it
         chosen = dataclasses.replace(chosen, as_sagemaker=is_trainer_request(spec["request"]))
-        job = run_local(spec["request"], source, chosen, on_start=_restore(spec))
+        on_start = _restore(spec)
+        if access:  # an @remote job: its instances' S3 endpoint, key and region
+            on_start = _endpoint(spec, access)
+            given = json.loads(access[WORKER_ENV])
+            chosen = dataclasses.replace(
+                chosen, env={**chosen.env, **given}, progress=_saying_whose(given)
+            )
+        job = run_local(spec["request"], source, chosen, on_start=on_start)
     except KeyboardInterrupt:
         return {"status": "Stopped", "exit_code": 130, "line": "stopped before the ranks started"}
     except SmmpiError as err:
@@ -89,9 +145,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
+    # what serve gave an @remote job, out of this environment before anything reads it
+    access = {
+        name: os.environ.pop(name) for name in (WORKER_ENV, WORKER_RELAY) if name in os.environ
+    }
     spec_path = Path(sys.argv[1])
     spec = json.loads(spec_path.read_text(encoding="utf-8"))
-    answer = run(spec)
+    answer = run(spec, access if len(access) == 2 else None)
     Path(spec["result"]).write_text(json.dumps(answer), encoding="utf-8")
 
 

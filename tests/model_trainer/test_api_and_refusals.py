@@ -50,7 +50,8 @@ def test_processes_mode_is_refused_in_one_line(tmp_path: Path) -> None:
 
 
 def test_serve_takes_a_request_with_its_own_start_and_its_code_in_a_channel() -> None:
-    from smmpi.serve.platform import OWN_START, REMOTE_CHANNEL, REMOTE_FUNCTION, unsupported
+    from smmpi.runners.local.trainer_request import REMOTE_FUNCTION
+    from smmpi.serve.platform import OWN_START, unsupported
 
     image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-cpu-py311"
     algo: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": "File"}
@@ -65,8 +66,8 @@ def test_serve_takes_a_request_with_its_own_start_and_its_code_in_a_channel() ->
     assert unsupported(request) == OWN_START
     request["InputDataConfig"] = [_channel("code"), _channel("sm_drivers")]
     assert unsupported(request) is None
-    request["InputDataConfig"] = [_channel(REMOTE_CHANNEL)]
-    assert unsupported(request) == REMOTE_FUNCTION
+    request["InputDataConfig"] = [_channel(REMOTE_FUNCTION)]  # @remote's job script
+    assert unsupported(request) is None
 
 
 def _channel(name: str) -> dict[str, Any]:

@@ -57,13 +57,7 @@ from smmpi.runners.local.records import STATUS_OF, LocalJob, finish, new_record,
 from smmpi.runners.local.short_world import LOCAL_WORLD, settle_world
 from smmpi.runners.local.supervise import EXIT_OK, RunResult, execute
 from smmpi.runners.local.trainer_pod import check_paramiko, driver_python
-from smmpi.runners.local.trainer_request import (
-    DRIVERS,
-    channel_source,
-    distributed_config,
-    trainer_shape,
-)
-from smmpi.toolkit.driver_world import driver_np
+from smmpi.runners.local.trainer_request import driver_world, is_remote_function
 from smmpi.toolkit.hosts import HostDirs
 from smmpi.toolkit.shape import JobShape
 
@@ -74,6 +68,12 @@ FIRST_LINE = (
     "smmpi: ModelTrainer: every instance runs the request's ContainerEntrypoint and "
     "ContainerArguments (sm_train.sh, then the SDK's MPI driver, unchanged) with a real sshd; "
     "the driver's own waits (ssh bootstrap, status files) add seconds"
+)
+S3_ENDPOINT = "AWS_ENDPOINT_URL_S3"  # what serve gives an @remote job's instances
+REMOTE_LINE = (
+    "smmpi: @remote: every instance runs the request's ContainerEntrypoint and "
+    "ContainerArguments (job_driver.sh, the SDK's bootstrap, then mpirun on algo-1, unchanged) "
+    "with a real sshd; the job script's own waits (ssh bootstrap, status files) add seconds"
 )
 
 
@@ -199,7 +199,8 @@ def _execute(
     """The instances started with the request's own entrypoint, supervised to their end
     (``found``: the driver's Python, what the checks found)."""
     (venv_dir, checked), say = found, options.progress
-    container = Entrypoint(request, venv_dir, dict(options.env), FIRST_LINE)
+    line = REMOTE_LINE if is_remote_function(request) else FIRST_LINE
+    container = Entrypoint(request, venv_dir, dict(options.env), line)
     first = (
         f"smmpi: local job {shape.job_name}: {shape.instances} emulated host(s) x {shape.ppn} "
         f"process(es) = {shape.world_size} ranks ({shape.instance_type}, isolated hosts)"
@@ -230,8 +231,12 @@ def run_trainer(
     """Run ModelTrainer's ``request`` here; ``channels``: folders for channels not read here."""
     channels = dict(channels or {})
     say = options.progress
-    drivers = channel_source(request, DRIVERS, channels)
-    shape = trainer_shape(request, drivers)
+    shape, np, api = driver_world(request, channels)
+    if api == "remote" and S3_ENDPOINT not in options.env:
+        raise BadInput(
+            "request", "@remote's job script", "a run under smmpi serve (its ranks reach S3 "
+            "through the job's own endpoint and key, which serve gives them)",
+        )  # fmt: skip
     name = check_job_name(shape.job_name)
     check_channels(request, channels)
     checked = check_trainer_run(options, shape.instances, shape.ppn)
@@ -246,10 +251,7 @@ def run_trainer(
     except BaseException:  # (an interrupt while the ranks run ends in a result, not here)
         remove_folder(folder)  # the job never started: leave nothing stuck InProgress
         raise
-    np = driver_np(distributed_config(drivers))
-    short = settle_world(
-        result, shape.instances, shape.ppn, np, options.as_sagemaker, "model-trainer"
-    )
+    short = settle_world(result, shape.instances, shape.ppn, np, options.as_sagemaker, api)
     if short:
         say(f"smmpi: {short}")
         record[LOCAL_WORLD] = short

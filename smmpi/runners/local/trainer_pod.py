@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,13 @@ from smmpi.instances.hosts import launch
 from smmpi.instances.machine import gpu_env
 from smmpi.platform.layout import host_dirs, site_dir, stack_dir
 from smmpi.runners.local import instance_probes
+from smmpi.runners.local.trainer_request import is_remote_function
 from smmpi.runners.local.venvs import cached_venv, site_packages
 from smmpi.toolkit.drivers.line import CONTAINER_PATH, container_environment
 from smmpi.toolkit.shape import JobShape
 
 FIELD = "--api model-trainer (a local run)"
+LAUNCH_AGENT = "OMPI_MCA_orte_launch_agent"
 _PIP = "import sys\nfrom pip._internal.cli.main import main\nsys.exit(main())\n"
 
 
@@ -79,6 +82,12 @@ def instance_env(
         SMMPI_STACK_DIR=str(stack_dir(run_dir)),
         OMPI_MCA_orte_tmpdir_base=str(run_dir / ".smmpi" / "ompi"),
     )
+    orted = shutil.which("orted", path=base.get("PATH", ""))
+    if is_remote_function(request) and orted and LAUNCH_AGENT not in env:
+        # the DLCs' Open MPI is built --enable-orterun-prefix-by-default: mpirun starts orted
+        # on the other instances by its full path (their ssh session's PATH lacks it), which
+        # @remote's job script relies on; ModelTrainer's driver writes /etc/environment instead
+        env[LAUNCH_AGENT] = orted
     return env
 
 

@@ -1,22 +1,27 @@
-"""What a ModelTrainer request tells its container: where its drivers are, and its N x n.
+"""What a request with its own container start tells it: its drivers, and its N x n.
 
 The SDK's MPI driver reads the ``sm_drivers`` channel: ``distributed.json`` (processes per
-node, the extra mpirun options) and ``sourcecode.json`` (the entry script). The local run
-reads them as the driver does, to say the job's world and name a short one.
+node, the extra mpirun options) and ``sourcecode.json`` (the entry script). ``@remote``'s job
+script (the ``sagemaker_remote_function_bootstrap`` channel) takes its processes per node
+from ``--user_nproc_per_node`` in ``ContainerArguments``. The local run reads them as the
+drivers do, to say the job's world and name a short one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from smmpi.errors import BadInput
+from smmpi.toolkit.driver_world import driver_np
 from smmpi.toolkit.shape import JobShape
 
 DRIVERS = "sm_drivers"
+REMOTE_FUNCTION = "sagemaker_remote_function_bootstrap"  # @remote's job script and bootstrap
 
 
 def channel_source(request: Mapping[str, Any], name: str, channels: Mapping[str, Path]) -> Path:
@@ -67,3 +72,49 @@ def trainer_shape(request: Mapping[str, Any], drivers: Path) -> JobShape:
         image=str(request["AlgorithmSpecification"].get("TrainingImage", "")),
         toolkit_tags=False,
     )
+
+
+def is_remote_function(request: Mapping[str, Any]) -> bool:
+    """``@remote``'s request: its job script comes in the bootstrap channel."""
+    channels = request.get("InputDataConfig") or []
+    return any(c.get("ChannelName") == REMOTE_FUNCTION for c in channels)
+
+
+def remote_ppn(request: Mapping[str, Any]) -> int:
+    """``@remote``'s processes per node: ``--user_nproc_per_node``, else (as its bootstrap
+    does, where the instance has no GPU) the instance's CPUs, here this machine's."""
+    args = [str(a) for a in request["AlgorithmSpecification"].get("ContainerArguments") or []]
+    if "--user_nproc_per_node" in args[:-1]:
+        value = args[args.index("--user_nproc_per_node") + 1]
+        if not value.isdigit() or int(value) < 1:
+            raise BadInput("ContainerArguments --user_nproc_per_node", value, "a count >= 1")
+        return int(value)
+    return len(os.sched_getaffinity(0))
+
+
+def driver_world(
+    request: Mapping[str, Any], channels: Mapping[str, Path]
+) -> tuple[JobShape, int | None, str]:
+    """The job's N x n, the ``-np`` its driver's mpirun runs, and the API (for the fix)."""
+    if not is_remote_function(request):
+        drivers = channel_source(request, DRIVERS, channels)
+        np = driver_np(distributed_config(drivers))
+        return trainer_shape(request, drivers), np, "model-trainer"
+    try:
+        instances = int(request["ResourceConfig"]["InstanceCount"])
+    except (ValueError, KeyError, TypeError) as err:
+        raise BadInput("request", f"missing {err}", "an @remote request") from None
+    ppn = remote_ppn(request)
+    resources = request["ResourceConfig"]
+    shape = JobShape(
+        job_name=str(request.get("TrainingJobName", "local-job")),
+        script=f"{REMOTE_FUNCTION}/job_driver.sh",
+        instances=instances,
+        ppn=ppn,
+        channels={str(c["ChannelName"]): "" for c in request.get("InputDataConfig") or []},
+        environment={str(k): str(v) for k, v in (request.get("Environment") or {}).items()},
+        instance_type=str(resources.get("InstanceType", "local")),
+        image=str(request["AlgorithmSpecification"].get("TrainingImage", "")),
+        toolkit_tags=False,
+    )
+    return shape, ppn, "remote"  # its job script's mpirun: -np SM_NPROC_PER_NODE

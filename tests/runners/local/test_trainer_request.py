@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,10 @@ import pytest
 from smmpi.errors import BadInput
 from smmpi.runners.local.trainer_request import (
     DRIVERS,
+    REMOTE_FUNCTION,
     channel_source,
     distributed_config,
+    driver_world,
     trainer_shape,
 )
 from smmpi.toolkit.driver_world import driver_np
@@ -66,3 +69,44 @@ def test_a_drivers_channel_without_mpi_is_refused_in_one_line(tmp_path: Path) ->
     request["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"] = "s3://b/k"
     with pytest.raises(BadInput, match=r"^invalid InputDataConfig.sm_drivers: "):
         channel_source(request, DRIVERS, {})
+
+
+def test_remote_function_world_is_nproc_per_node_and_its_np_is_per_node() -> None:
+    args = ["--s3_base_uri", "s3://b/rf/job", "--distribution", "mpirun"]
+    request: dict[str, Any] = {
+        "TrainingJobName": "rf-job",
+        "AlgorithmSpecification": {
+            "TrainingImage": "img",
+            "ContainerEntrypoint": ["/bin/bash", "job_driver.sh"],
+            "ContainerArguments": [*args, "--user_nproc_per_node", "2"],
+        },
+        "ResourceConfig": {"InstanceCount": 3, "InstanceType": "ml.c5.2xlarge"},
+        "InputDataConfig": [{"ChannelName": REMOTE_FUNCTION}],
+    }
+    shape, np, api = driver_world(request, {})
+    assert (shape.instances, shape.ppn, np, api, shape.job_name) == (3, 2, 2, "remote", "rf-job")
+    assert not shape.toolkit_tags
+    request["AlgorithmSpecification"]["ContainerArguments"] = args  # the instance's CPUs
+    assert driver_world(request, {})[0].ppn == len(os.sched_getaffinity(0))
+
+
+def test_remote_function_request_runs_under_serve_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from smmpi.api import options
+    from smmpi.runners.local.trainer import run_trainer
+
+    monkeypatch.setenv("SMMPI_LOCAL_JOBS", str(tmp_path / "jobs"))
+    request: dict[str, Any] = {
+        "TrainingJobName": "rf-job",
+        "AlgorithmSpecification": {"TrainingImage": "img", "ContainerEntrypoint": ["/bin/bash"]},
+        "ResourceConfig": {"InstanceCount": 2, "InstanceType": "ml.c5.2xlarge"},
+        "InputDataConfig": [{"ChannelName": REMOTE_FUNCTION}],
+    }
+    with pytest.raises(BadInput) as refused:
+        run_trainer(request, None, options())  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        'invalid request: "@remote\'s job script"; allowed: a run under smmpi serve (its ranks '
+        "reach S3 through the job's own endpoint and key, which serve gives them)"
+    )
+    assert not (tmp_path / "jobs").exists()
