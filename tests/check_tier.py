@@ -57,6 +57,7 @@ MODULES = frozenset(
         "toolkit/test_failure.py",
         "toolkit/test_images.py",
         "toolkit/test_mpirun.py",
+        "toolkit/test_plan.py",
         "spec/test_pairs.py",
         "spec/test_spot.py",
         "spec/test_world.py",

@@ -32,8 +32,8 @@ from smmpi.runners.base import RunOptions
 from smmpi.runners.local import modes
 from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.job import run as run_local
+from smmpi.runners.local.preflight import check_entrypoint_machine
 from smmpi.runners.local.records import LocalJob, interruptible
-from smmpi.runners.local.trainer import check_trainer_run
 from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders
 from smmpi.sdk.model_trainer import capture_offline
 from smmpi.spec import MPIJob
@@ -239,7 +239,7 @@ def submit_trainer_local(job: MPIJob, options: RunOptions) -> LocalJob:
     and what it would upload (the ``code`` and ``sm_drivers`` channels) is laid out on every
     instance from the copies it kept.
     """
-    check_trainer_run(options, job.instances, job.ppn)  # before the SDK builds anything
+    machine = check_entrypoint_machine(options, job.instances, job.ppn)  # before the SDK
     with interruptible() as stops, _scratch("smmpi-mt-") as tmp:
         captured = capture_offline(job, tmp)
         stops.check()
@@ -250,4 +250,4 @@ def submit_trainer_local(job: MPIJob, options: RunOptions) -> LocalJob:
         chosen = dataclasses.replace(
             options, region=captured.region, as_sagemaker=options.as_sagemaker or job.as_sagemaker
         )
-        return run_local(request, b"", chosen, channels=captured.channels)
+        return run_local(request, b"", chosen, channels=captured.channels, machine=machine)
