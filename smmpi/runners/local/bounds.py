@@ -78,9 +78,9 @@ def check_argv(argv: list[str]) -> None:
 
 
 def check_bounds(shape: JobShape, run_dir: Path, python: str = sys.executable) -> None:
-    """The world, its host files and mpirun's command line within bounds, before anything
-    is created (``run_dir`` need not exist: sizes are computed for its path)."""
-    check_world(shape.instances, shape.ppn)
+    """A world within :func:`check_world`'s bounds: its host files and mpirun's command line
+    within bounds, before anything is created (``run_dir`` need not exist: sizes are computed
+    for its path)."""
     host = shape.hosts[0]
     files = {
         "resourceconfig.json": resource_config(shape, host),

@@ -59,6 +59,15 @@ def _unpacked_bytes(source: bytes) -> int:
         return 0  # the code's own check (extract) says what is wrong with it
 
 
+def check_machine(options: RunOptions, instances: int, ppn: int) -> Checked:
+    """This machine's checks for a job the toolkit runs, made before its request is built
+    (``submit --local``: before the SDK): the world's bounds, the mode, MPI. :func:`check`
+    takes them (``machine``) and does not make them again."""
+    check_world(instances, ppn)
+    mode, why_not_hosts = modes.choose(options.isolation, instances)
+    return Checked(mode, why_not_hosts, None, preflight())
+
+
 def check_entrypoint_machine(options: RunOptions, instances: int, ppn: int) -> Checked:
     """This machine's checks for a request's own start (ModelTrainer's): the world's bounds,
     isolated hosts with sshd, paramiko, MPI; BadInput (exit 2) names the first that fails."""
@@ -83,7 +92,8 @@ def check(
 ) -> Checked:
     """Every check of a request's plan and of this machine; BadInput (exit 2) names the first
     that fails, before anything is created. ``channels``: folders for channels not read here;
-    ``machine``: this machine's checks for a request's own start, made already."""
+    ``machine``: this machine's checks (:func:`check_machine`, :func:`check_entrypoint_machine`),
+    made already."""
     shape = planned.shape
     if not options.throwaway:  # (a throwaway run makes no folder named for its job)
         check_job_name(shape.job_name)
@@ -91,17 +101,25 @@ def check(
         check_channels(planned.request, channels)  # (a FIFO, a device, /proc/self/environ...)
         checked = machine or check_entrypoint_machine(options, shape.instances, shape.ppn)
     else:
-        checked = _check_model(planned, source, options, container)
+        checked = _check_model(planned, source, options, container, machine)
     container.ready(shape, options.progress)  # built once, after every check
     return checked
 
 
 def _check_model(
-    planned: ContainerPlan, source: bytes, options: RunOptions, container: Container
+    planned: ContainerPlan,
+    source: bytes,
+    options: RunOptions,
+    container: Container,
+    machine: Checked | None,
 ) -> Checked:
-    """The checks of a request the toolkit (its model, or the real one) runs."""
+    """The checks of a request the toolkit (its model, or the real one) runs (``machine``:
+    this machine's, made already)."""
     shape = planned.shape
-    mode, why_not_hosts = modes.choose(options.isolation, shape.instances)
+    if machine is not None:
+        mode, why_not_hosts = machine.mode, machine.why_not_hosts
+    else:
+        mode, why_not_hosts = modes.choose(options.isolation, shape.instances)
     if options.exact:
         exact.check(options.isolation, shape.instances, shape.image)
     toolkit = container.stages_code(shape)  # the real toolkit installs the code itself
@@ -111,10 +129,13 @@ def _check_model(
         check_shell_words(framework_of(shape.image), hps)  # (a request from serve or boto3)
     install = options.install_requirements or toolkit
     wanted = None if options.throwaway else requirement_lines(source, install)
-    launcher = preflight()  # a missing MPI is bad input: fail before the job's folder exists
+    # a missing MPI is bad input: fail before the job's folder exists
+    launcher = machine.launcher if machine is not None else preflight()
     check_channels(planned.request)  # (a FIFO, a device, /proc/self/environ...)
     tmp = Path(tempfile.gettempdir())
     folder = tmp / THROWAWAY if options.throwaway else jobs_root() / shape.job_name / "hosts"
+    if machine is None:  # (else checked with the machine's checks)
+        check_world(shape.instances, shape.ppn)
     check_bounds(shape, folder)  # nor a world too large to emulate
     if options.throwaway:  # (a local job's folder without room fails as a run, and is recorded)
         check_room(tmp, shape, mode, _unpacked_bytes(source))
