@@ -32,6 +32,7 @@ MODULES = frozenset(
         "ops/test_signals.py",
         "instances/hosts/test_argv.py",
         "runners/local/test_argv.py",
+        "runners/local/test_bounds.py",
         "runners/local/test_each_host.py",
         "supervision/test_exits.py",
         "platform/test_opt_ml.py",

@@ -102,7 +102,9 @@ def _conclude(
     failure = (result.failure_line or result.status) if failed else None
     if result.status == "Failed":  # SageMaker's text, as smmpi serve gives it
         fields = {"line": failure, "exit_code": result.exit_code, "reason": result.reason}
-        failure = failure_reason.reason(planned.request, fields, run_dir)
+        # (the toolkit's error names its line as a script's; a request's own start has none)
+        named = () if planned.entrypoint else planned.script_line
+        failure = failure_reason.reason(planned.request, fields, run_dir, named)
     finish(record, planned.request, hosts, folder, failure, result)
     return text
 

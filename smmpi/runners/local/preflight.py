@@ -136,7 +136,7 @@ def _check_model(
     folder = tmp / THROWAWAY if options.throwaway else jobs_root() / shape.job_name / "hosts"
     if machine is None:  # (else checked with the machine's checks)
         check_world(shape.instances, shape.ppn)
-    check_bounds(shape, folder)  # nor a world too large to emulate
+    check_bounds(planned, folder)  # nor a world too large to emulate
     if options.throwaway:  # (a local job's folder without room fails as a run, and is recorded)
         check_room(tmp, shape, mode, _unpacked_bytes(source))
     return Checked(mode, why_not_hosts, None if toolkit else wanted, launcher)
