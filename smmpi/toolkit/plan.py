@@ -26,7 +26,7 @@ from smmpi.toolkit.driver_world import (
 )
 from smmpi.toolkit.drivers.line import container_environment
 from smmpi.toolkit.environment import input_data_config, resource_config
-from smmpi.toolkit.mpirun import container_mpirun
+from smmpi.toolkit.mpirun import container_lines
 from smmpi.toolkit.shape import JobShape, shape_from_request
 
 
@@ -80,21 +80,22 @@ def plan(
         drivers = channel_source(request, DRIVERS, channels or {})
         algo = request["AlgorithmSpecification"]
         start = [*algo["ContainerEntrypoint"], *(algo.get("ContainerArguments") or [])]
+        shape = trainer_shape(request, drivers)
         return ContainerPlan(
             request=request,
-            shape=trainer_shape(request, drivers),
+            shape=shape,
             script_line=tuple(str(a) for a in start),
             hyperparameters=hps,
-            environment=container_environment(request),
+            environment=container_environment(shape),
             entrypoint=True,
             driver_np=driver_np(distributed_config(drivers)),
         )
     shape = shape_from_request(request, extra_args)
-    line = container_mpirun(request)
+    script, module = container_lines(request)
     return ContainerPlan(
         request=request,
         shape=shape,
-        script_line=(*line, *extra_args),
-        module_line=(*container_mpirun(request, package=True), *extra_args),
+        script_line=(*script, *extra_args),
+        module_line=(*module, *extra_args),
         hyperparameters=hps,
     )
