@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from smmpi.toolkit.driver_world import (
@@ -75,7 +76,9 @@ def plan(
 
     ``extra_args``: ``smmpi run``'s arguments after ``--``; ``channels``: folders for channels
     whose URI is not read here (ModelTrainer's ``sm_drivers``, as the SDK would upload it)."""
-    hps = {str(k): str(v) for k, v in (request.get("HyperParameters") or {}).items()}
+    hps = MappingProxyType(
+        {str(k): str(v) for k, v in (request.get("HyperParameters") or {}).items()}
+    )
     if is_entrypoint_request(request):
         drivers = channel_source(request, DRIVERS, channels or {})
         algo = request["AlgorithmSpecification"]
@@ -86,7 +89,7 @@ def plan(
             shape=shape,
             script_line=tuple(str(a) for a in start),
             hyperparameters=hps,
-            environment=container_environment(shape),
+            environment=MappingProxyType(container_environment(shape)),
             entrypoint=True,
             driver_np=driver_np(distributed_config(drivers)),
         )

@@ -32,6 +32,8 @@ def test_an_estimators_plan_is_the_toolkits_reading_of_its_request() -> None:
     assert files["hyperparameters.json"] == request["HyperParameters"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         planned.shape = planned.shape  # type: ignore[misc]
+    with pytest.raises(TypeError):  # (what every host's hyperparameters.json holds)
+        planned.hyperparameters["sagemaker_program"] = '"other.py"'  # type: ignore[index]
 
 
 def test_an_installed_package_runs_as_a_module_on_the_same_line() -> None:
