@@ -13,8 +13,8 @@ from smmpi.api import options
 from smmpi.archives import pack
 from smmpi.catalog import resolve
 from smmpi.errors import BadInput
-from smmpi.runners.local import exact
-from smmpi.runners.local.containers import ModelLine, RealToolkit
+from smmpi.runners.local import exact, toolkits
+from smmpi.runners.local.containers import ModelLine, RealToolkit, choose
 from smmpi.runners.local.job import run
 from smmpi.runners.local.preflight import check
 from smmpi.toolkit.offline import request_from_program
@@ -81,3 +81,24 @@ def test_a_non_python_entry_is_refused_in_one_line(local_env: dict[str, str]) ->
     request["HyperParameters"]["sagemaker_program"] = '"train.sh"'
     with pytest.raises(BadInput, match=r"^invalid HyperParameters.sagemaker_program: 'train.sh'"):
         check(plan(request), source, options(), ModelLine(plan(request)))
+
+
+def test_exacts_toolkit_is_looked_up_once_when_its_container_is_chosen(
+    local_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(exact.TOOLKIT_VENV, "none")  # (exact mode's model line through sshd)
+    request, source = _job("smmpi-preflight-toolkit")
+    planned = plan(request)
+    asked: list[str] = []
+    real = toolkits.sources
+
+    def counted(image: str) -> tuple[Path, ...] | None:
+        asked.append(image)
+        return real(image)
+
+    monkeypatch.setattr(toolkits, "sources", counted)
+    chosen = options(exact=True, isolation="hosts")
+    container = choose(planned, chosen)
+    assert container == ModelLine(planned, sshd=True) and len(asked) == 1
+    assert check(planned, source, chosen, container).mode == "hosts"
+    assert len(asked) == 1  # not again in the preflight
