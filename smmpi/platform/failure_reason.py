@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +53,19 @@ def toolkit_reason(hosts_dir: Path, line: str | None) -> str | None:
     return failure_reason(error, code, message, command, line, extra or "")
 
 
-def reason(request: Mapping[str, Any], result: Mapping[str, Any], hosts_dir: Path) -> str:
+def reason(
+    request: Mapping[str, Any],
+    result: Mapping[str, Any],
+    hosts_dir: Path,
+    command: Sequence[str] | None = None,
+) -> str:
     """FailureReason of a failed job: a refusal or upload failure, else the program's failure
     file, else the toolkit's error and smmpi's line.
 
     ``result``: ``line`` (smmpi's line), ``exit_code``, ``reason`` (mpirun's message), and
     ``upload`` or ``error`` (the local runner refused the request before starting it).
+    ``command``: the container's mpirun line, where the caller planned it (else read from
+    ``request``; "mpirun" when the request has none).
     """
     line = result.get("line")
     if result.get("upload"):
@@ -69,11 +76,15 @@ def reason(request: Mapping[str, Any], result: Mapping[str, Any], hosts_dir: Pat
         program = program_failure(hosts_dir, line)
         text = with_line(program, line) if program else toolkit_reason(hosts_dir, line) or ""
     if not text:
-        try:
-            command = shlex.join(container_mpirun(request))
-        except (KeyError, ValueError, TypeError):
-            command = "mpirun"
         code = int(result.get("exit_code") or 1)
         message = str(result.get("reason") or "")
-        text = failure_reason("ExecuteUserScriptError", code, message, command, line)
+        shown = _command(request) if command is None else shlex.join(command) or "mpirun"
+        text = failure_reason("ExecuteUserScriptError", code, message, shown, line)
     return text[:FAILURE_CHARS]
+
+
+def _command(request: Mapping[str, Any]) -> str:
+    try:
+        return shlex.join(container_mpirun(request))
+    except (KeyError, ValueError, TypeError):
+        return "mpirun"

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
-from smmpi.runners.local.trainer_request import is_remote_function
 from smmpi.serve.auth import Incoming
 from smmpi.serve.errors import ApiError
 from smmpi.serve.state import Keys
+from smmpi.toolkit.driver_world import is_remote_function
 
 #: What a listing may ask besides its prefix (ListObjects and ListObjectsV2).
 _LISTING = frozenset(

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from smmpi.archives import tar_dirs
-from smmpi.runners.local.trainer_request import DRIVERS, REMOTE_FUNCTION
 from smmpi.serve.s3store import S3Store
+from smmpi.toolkit.driver_world import DRIVERS, REMOTE_FUNCTION
 from smmpi.toolkit.request import decode_hyperparameters, hosts
 from smmpi.trees import entries
 

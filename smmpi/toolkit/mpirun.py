@@ -118,22 +118,21 @@ ENV_KEYS = (
 )
 
 
-def python_version(request: Mapping[str, Any]) -> str | None:
+def python_version(image: str) -> str | None:
     """The image's Python as X.Y, read from its tag (``...-cpu-py312`` -> 3.12)."""
-    image = request.get("AlgorithmSpecification", {}).get("TrainingImage", "")
     m = re.search(r"-py(\d)(\d+)(?:$|-)", image)
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
-def container_python(request: Mapping[str, Any]) -> str:
+def container_python(image: str) -> str:
     """sys.executable in the DLC images (Python built from source under /usr/local)."""
-    version = python_version(request)
+    version = python_version(image)
     return f"/usr/local/bin/python{version}" if version else "/usr/local/bin/python3"
 
 
-def gethostname_library(request: Mapping[str, Any]) -> str:
+def gethostname_library(image: str) -> str:
     """The toolkit's LD_PRELOAD: its ``gethostname`` C extension in the image's site-packages."""
-    version = python_version(request) or "3"
+    version = python_version(image) or "3"
     tag = version.replace(".", "")
     return (
         f"/usr/local/lib/python{version}/site-packages/"
@@ -149,11 +148,14 @@ def parse_custom_mpi_options(options: str) -> tuple[str, list[str]]:
     return str(known.NCCL_DEBUG), rest
 
 
-def container_env_names(request: Mapping[str, Any], channels: Iterable[str] = ()) -> list[str]:
-    """Names of the SM_* variables the toolkit sets and mpirun forwards, in its order."""
+def container_env_names(
+    request: Mapping[str, Any], channels: Iterable[str] = (), hps: Iterable[str] | None = None
+) -> list[str]:
+    """Names of the SM_* variables the toolkit sets and mpirun forwards, in its order
+    (``hps``: the user hyperparameters' names, when read already)."""
     names = [f"SM_{key.upper()}" for key in ENV_KEYS]
     names += [f"SM_CHANNEL_{c.upper()}" for c in channels]
-    names += [f"SM_HP_{k.upper()}" for k in user_hyperparameters(request)]
+    names += [f"SM_HP_{k.upper()}" for k in (user_hyperparameters(request) if hps is None else hps)]
     names.append("PYTHONPATH")
     return names
 
@@ -177,21 +179,30 @@ def container_mpirun(request: Mapping[str, Any], package: bool = False) -> list[
     SageMaker does not put AWS credentials in the container environment, so the
     toolkit's ``-x AWS_*`` forwarding does not appear.
     """
-    nccl_debug, extra = parse_custom_mpi_options(
-        str(decode_hyperparameters(request).get(MPI_CUSTOM_OPTIONS) or "")
-    )
-    ppn = processes_per_host(request)
-    hosts_arg = [h if ppn == 1 else f"{h}:{ppn}" for h in hosts(request)]
-    cmd = ["mpirun", "--host", ",".join(hosts_arg), "-np", str(world_size(request))]
-    cmd += ["--allow-run-as-root", "--display-map", "--tag-output", *_interfaces()]
-    cmd += [*PLACEMENT_AND_TRANSPORT, *_exports(request, nccl_debug), *extra]
+    return container_lines(request)[package]
+
+
+def container_lines(request: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """:func:`container_mpirun`'s line for a script, and for a package (``-m NAME``), from
+    one reading of the request."""
+    hps, ppn, names = decode_hyperparameters(request), processes_per_host(request), hosts(request)
+    np, entry, args = world_size(request), program(request), program_args(request)
+    user, chans = user_hyperparameters(request), channels(request)
     image = str((request.get("AlgorithmSpecification") or {}).get("TrainingImage", ""))
-    cmd += _efa(request["ResourceConfig"]["InstanceType"], image)
-    for name in container_env_names(request, channels(request)):
+    instance_type = str(request["ResourceConfig"]["InstanceType"])
+    nccl_debug, extra = parse_custom_mpi_options(str(hps.get(MPI_CUSTOM_OPTIONS) or ""))
+    hosts_arg = [h if ppn == 1 else f"{h}:{ppn}" for h in names]
+    cmd = ["mpirun", "--host", ",".join(hosts_arg), "-np", str(np)]
+    cmd += ["--allow-run-as-root", "--display-map", "--tag-output", *_interfaces()]
+    cmd += [*PLACEMENT_AND_TRANSPORT, *_exports(image, nccl_debug), *extra]
+    cmd += _efa(instance_type, image)
+    for name in container_env_names(request, chans, user):
         cmd += ["-x", name]
-    cmd += [container_python(request), "-m", "mpi4py", *program_command(program(request), package)]
-    cmd += program_args(request)
-    return cmd
+    cmd += [container_python(image), "-m", "mpi4py"]
+    return (
+        [*cmd, *program_command(entry, False), *args],
+        [*cmd, *program_command(entry, True), *args],
+    )
 
 
 def _interfaces() -> list[str]:
@@ -203,7 +214,7 @@ def _interfaces() -> list[str]:
     ]
 
 
-def _exports(request: Mapping[str, Any], nccl_debug: str) -> list[str]:
+def _exports(image: str, nccl_debug: str) -> list[str]:
     """The variables MasterRunner always forwards, before the job's custom options."""
     return [
         *("-x", "NCCL_MIN_NRINGS=4"),
@@ -211,7 +222,7 @@ def _exports(request: Mapping[str, Any], nccl_debug: str) -> list[str]:
         *("-x", f"NCCL_DEBUG={nccl_debug}"),
         *("-x", "LD_LIBRARY_PATH"),
         *("-x", "PATH"),
-        *("-x", f"LD_PRELOAD={gethostname_library(request)}"),
+        *("-x", f"LD_PRELOAD={gethostname_library(image)}"),
     ]
 
 

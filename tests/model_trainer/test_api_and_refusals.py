@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from smmpi.errors import BadInput
+from smmpi.runners.local import exact
 from smmpi.spec import MPIJob
 from tests.helpers import base_env, processes_left, smmpi, write
 from tests.model_trainer.test_local_driver import WORLD
@@ -50,8 +51,8 @@ def test_processes_mode_is_refused_in_one_line(tmp_path: Path) -> None:
 
 
 def test_serve_takes_a_request_with_its_own_start_and_its_code_in_a_channel() -> None:
-    from smmpi.runners.local.trainer_request import REMOTE_FUNCTION
     from smmpi.serve.platform import OWN_START, unsupported
+    from smmpi.toolkit.driver_world import REMOTE_FUNCTION
 
     image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-cpu-py311"
     algo: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": "File"}
@@ -91,3 +92,22 @@ def test_as_sagemaker_is_refused_without_model_trainer(tmp_path: Path) -> None:
     assert not (tmp_path / "home" / ".smmpi" / "local-jobs").exists()  # no job folder
     with pytest.raises(BadInput, match=r"invalid as_sagemaker: 'yes'; allowed: True or False"):
         MPIJob(str(program), instances=2, ppn=2, api="model-trainer", as_sagemaker="yes")  # type: ignore[arg-type]
+
+
+def test_this_machines_checks_are_made_once_for_a_local_model_trainer_job(
+    tmp_path: Path, in_process: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[int] = []
+    real = exact.unavailable_reason
+
+    def counted(instances: int = 1) -> str | None:
+        asked.append(instances)
+        return real(instances)
+
+    monkeypatch.setattr(exact, "unavailable_reason", counted)  # (the check of sshd's needs)
+    program = write(tmp_path / "world.py", WORLD)
+    out, lines = io.StringIO(), list[str]()
+    job = MPIJob(str(program), instances=1, ppn=1, api="model-trainer")
+    done = job.run_local(out=out, err=out, progress=lines.append)
+    assert done.exit_code == 0, "\n".join(lines)
+    assert asked == [1]  # before the SDK built the request, and not again on the route

@@ -64,3 +64,11 @@ def test_a_failure_file_that_is_a_link_is_not_read(tmp_path: Path) -> None:
 def test_a_refused_request_is_a_client_error(tmp_path: Path) -> None:
     got = reason({}, {"line": "bad input", "error": True}, tmp_path)
     assert got == "ClientError: bad input"
+
+
+def test_without_a_failure_file_the_reason_names_the_planned_line(tmp_path: Path) -> None:
+    fields = {"line": LINE, "exit_code": 1}
+    got = reason({}, fields, tmp_path, COMMAND)  # the line the caller planned, not the request's
+    assert f'Command "{" ".join(COMMAND)}", exit code: 1' in got
+    assert 'Command "mpirun", exit code: 1' in reason({}, fields, tmp_path)  # (none to read)
+    assert summary(got) == LINE

@@ -24,8 +24,7 @@ from pathlib import Path
 from smmpi.errors import BadInput
 from smmpi.runners.local.argv import host_env, rank_argv
 from smmpi.spec.world import MAX_INSTANCES, MAX_PPN
-from smmpi.toolkit.environment import input_data_config, resource_config
-from smmpi.toolkit.shape import JobShape
+from smmpi.toolkit.plan import ContainerPlan
 
 MAX_RANKS = 1024
 MAX_TREE_BYTES = 256 * 1024 * 1024
@@ -77,15 +76,11 @@ def check_argv(argv: list[str]) -> None:
         )
 
 
-def check_bounds(shape: JobShape, run_dir: Path, python: str = sys.executable) -> None:
-    """The world, its host files and mpirun's command line within bounds, before anything
-    is created (``run_dir`` need not exist: sizes are computed for its path)."""
-    check_world(shape.instances, shape.ppn)
+def check_bounds(planned: ContainerPlan, run_dir: Path, python: str = sys.executable) -> None:
+    """A planned world within :func:`check_world`'s bounds: its host files and mpirun's
+    command line within bounds, before anything is created (``run_dir`` need not exist:
+    sizes are computed for its path)."""
+    shape = planned.shape
     host = shape.hosts[0]
-    files = {
-        "resourceconfig.json": resource_config(shape, host),
-        "inputdataconfig.json": input_data_config(shape),
-        "hyperparameters.json": {k: json.dumps(v) for k, v in shape.hyperparameters.items()},
-    }
-    check_host(host_env(shape, run_dir, host), files, shape.instances)
+    check_host(host_env(shape, run_dir, host), planned.files(host), shape.instances)
     check_argv([*rank_argv(shape, run_dir, host, python), ":"] * shape.instances)

@@ -10,27 +10,45 @@ variables and folders. There are three:
 - :class:`Entrypoint` (ModelTrainer's requests): every instance runs the request's own
   ``ContainerEntrypoint`` and ``ContainerArguments`` (the SDK's driver), with a real sshd.
 
-A new container is one more class with these members; :func:`choose` picks it.
+A new container is one more class with these members; :func:`choose` picks it from the
+request's plan (:mod:`smmpi.toolkit.plan`) and the options.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from smmpi.instances.hosts import argv as hosts_argv
 from smmpi.instances.hosts import launch
 from smmpi.platform.layout import host_dirs, stack_dir
-from smmpi.runners.base import RunOptions
+from smmpi.runners.base import Progress, RunOptions
 from smmpi.runners.local import exact
 from smmpi.runners.local.hostfiles import rank_command, reaper_command, write_host_file
-from smmpi.runners.local.isolation import Instances, container_line
-from smmpi.runners.local.trainer_pod import pod_command
+from smmpi.runners.local.isolation import Instances
+from smmpi.runners.local.trainer_pod import driver_python, pod_command
 from smmpi.toolkit.hosts import CONTAINER_ROOT
+from smmpi.toolkit.plan import ContainerPlan
 from smmpi.toolkit.shape import JobShape
+
+#: What a run of a request's own start says after its first line.
+ENTRYPOINT_LINE = (
+    "smmpi: ModelTrainer: every instance runs the request's ContainerEntrypoint and "
+    "ContainerArguments (sm_train.sh, then the SDK's MPI driver, unchanged) with a real sshd; "
+    "the driver's own waits (ssh bootstrap, status files) add seconds"
+)
+
+
+#: What a run of ``@remote``'s job script says after its first line.
+REMOTE_LINE = (
+    "smmpi: @remote: every instance runs the request's ContainerEntrypoint and "
+    "ContainerArguments (job_driver.sh, the SDK's bootstrap, then mpirun on algo-1, unchanged) "
+    "with a real sshd; the job script's own waits (ssh bootstrap, status files) add seconds"
+)
 
 
 class Container(Protocol):
@@ -51,6 +69,9 @@ class Container(Protocol):
     def stages_code(self, shape: JobShape) -> bool:
         """The container fetches and unpacks the code itself (the real toolkit)."""
 
+    def ready(self, shape: JobShape, progress: Progress) -> None:
+        """What it needs built here before it can start, once, after every check."""
+
     def start(self, made: Instances) -> launch.Command:
         """The pod's command: every instance started as this container starts."""
 
@@ -59,8 +80,7 @@ class Container(Protocol):
 class ModelLine:
     """smmpi's model of the toolkit: the container's mpirun line, each rank under its watcher."""
 
-    request: Mapping[str, Any]  # whose line algo-1 runs
-    extra_args: tuple[str, ...] = ()  # ``smmpi run``'s arguments after ``--``
+    plan: ContainerPlan  # whose line algo-1 runs
     sshd: bool = False  # exact mode without the toolkit: a real sshd, mpirun through ssh
 
     @property
@@ -77,6 +97,9 @@ class ModelLine:
     def stages_code(self, shape: JobShape) -> bool:
         return False
 
+    def ready(self, shape: JobShape, progress: Progress) -> None:
+        return None
+
     def start(self, made: Instances) -> launch.Command:
         shape, run_dir, python = made.shape, made.run_dir, made.python
         trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
@@ -89,7 +112,7 @@ class ModelLine:
         # adds no variable: the instance's environment and mpirun's -x have made the rank's.
         watcher = rank_command(write_host_file(run_dir, "isolated", {}), [python], python)
         agent = None if self.sshd else str(launch.agent_path(pod))  # sshd: ssh, as in the image
-        line = container_line(self.request, shape, self.extra_args)
+        line = dataclasses.replace(self.plan, shape=shape).line  # (a package: once installed)
         argv = hosts_argv.isolated_argv(line, watcher, agent)
         # A process a rank leaves behind is re-parented inside the pod's PID namespace, never
         # to smmpi's reaper outside: a reaper of the same kind, inside, owns mpirun and
@@ -116,6 +139,9 @@ class RealToolkit:
     def stages_code(self, shape: JobShape) -> bool:
         return True
 
+    def ready(self, shape: JobShape, progress: Progress) -> None:
+        exact.prepare(shape.image, progress)  # the toolkit's environment, built once
+
     def start(self, made: Instances) -> launch.Command:
         return exact.toolkit_command(
             made.shape, made.run_dir, made.base, made.envs[0], made.keep, self.sources
@@ -126,13 +152,17 @@ class RealToolkit:
 class Entrypoint:
     """A request's own start (ModelTrainer's): its entrypoint on every instance."""
 
-    request: Mapping[str, Any]
-    venv_dir: Path  # the interpreter that stands for the image's (trainer_pod.driver_python)
+    plan: ContainerPlan  # its entrypoint and the variables of the container's start
     passed: Mapping[str, str]  # the variables the user passed
-    line: str  # what the run's second line says
+    line: str = ENTRYPOINT_LINE  # what the run's second line says
 
     own_line = False
     forwards = False  # (its own start builds its own line: no toolkit forwarding to speak of)
+
+    @functools.cached_property
+    def venv_dir(self) -> Path:
+        """The interpreter that stands for the image's (built once, by :meth:`ready`)."""
+        return driver_python()
 
     def first_line(self, shape: JobShape) -> str | None:
         return self.line
@@ -140,17 +170,22 @@ class Entrypoint:
     def stages_code(self, shape: JobShape) -> bool:
         return False
 
+    def ready(self, shape: JobShape, progress: Progress) -> None:
+        self.venv_dir  # noqa: B018  (built here, before the job's folder exists)
+
     def start(self, made: Instances) -> launch.Command:
         passed = dict(self.passed)
-        return pod_command(
-            self.request, self.venv_dir, passed, made.shape, made.run_dir, made.base, made.keep
-        )
+        return pod_command(self.plan, self.venv_dir, passed, made.run_dir, made.base, made.keep)
 
 
-def choose(request: Mapping[str, Any], options: RunOptions, image: str) -> ModelLine | RealToolkit:
-    """The container of an estimator's ``request`` (of ``image``): the model, or with ``--exact``
-    the real toolkit (or, with ``SMMPI_TOOLKIT_VENV=none``, the model's line through sshd)."""
+def choose(planned: ContainerPlan, options: RunOptions) -> Container:
+    """The container of a request's plan: its own entrypoint (ModelTrainer's), the model, or
+    with ``--exact`` the real toolkit (or, with ``SMMPI_TOOLKIT_VENV=none``, the model's line
+    through sshd)."""
+    if planned.entrypoint:
+        line = REMOTE_LINE if planned.api == "remote" else ENTRYPOINT_LINE
+        return Entrypoint(planned, dict(options.env), line)
     if not options.exact:
-        return ModelLine(request, options.args)
-    sources = exact.toolkit_sources(image)
-    return ModelLine(request, options.args, True) if sources is None else RealToolkit(sources)
+        return ModelLine(planned)
+    sources = exact.toolkit_sources(planned.shape.image)
+    return ModelLine(planned, True) if sources is None else RealToolkit(sources)

@@ -60,12 +60,13 @@ def unavailable_reason(instances: int = 1) -> str | None:
 
 
 def check(isolation_mode: str | None, instances: int, image: str = "") -> None:
-    """Refuse ``--exact`` (BadInput, exit 2) where it cannot run, before anything is created."""
+    """Refuse ``--exact`` (BadInput, exit 2) where it cannot run, before anything is created
+    (a $SMMPI_TOOLKIT_VENV/_TF without the toolkit was refused when the container was
+    chosen: :func:`toolkit_sources`)."""
     if isolation_mode == "processes" or (
         isolation_mode is None and os.environ.get("SMMPI_ISOLATION") == "processes"
     ):
         raise BadInput(FIELD, True, "isolated hosts only (not --isolation processes)")
-    toolkits.sources(image)  # a $SMMPI_TOOLKIT_VENV/_TF without the toolkit, whatever the image
     reason = unavailable_reason(instances)
     if reason:
         raise BadInput(FIELD, True, f"a machine where it can run ({reason})")

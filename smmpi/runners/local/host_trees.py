@@ -23,6 +23,7 @@ from smmpi.runners.local import exact, isolation
 from smmpi.runners.local.containers import Container
 from smmpi.runners.local.preflight import Checked
 from smmpi.toolkit.hosts import HostDirs
+from smmpi.toolkit.plan import ContainerPlan
 from smmpi.toolkit.shape import JobShape
 
 
@@ -31,9 +32,11 @@ def _each_host(
     source: bytes | None,
     region: str | None,
     checkpoints: Path | None,
+    channels: Mapping[str, Path],
 ) -> Callable[[HostDirs], None]:
-    """What goes into each host's tree: the unpacked source (None: the toolkit unpacks it
-    itself, exact mode), the checkpoints, every channel."""
+    """What goes into each host's tree: the unpacked source (None: the container fetches it
+    itself), the checkpoints, every channel (``channels``: a folder for a channel whose URI
+    is not read here)."""
     channel_specs = {str(c["ChannelName"]): c for c in request.get("InputDataConfig") or []}
 
     def lay_out(dirs: HostDirs) -> None:
@@ -43,27 +46,33 @@ def _each_host(
         for channel_name, spec in channel_specs.items():
             target = dirs.channel(channel_name)
             target.mkdir(parents=True, exist_ok=True)
+            if channel_name in channels:
+                uri = Path(channels[channel_name]).as_uri()
+                spec = {"ChannelName": channel_name, "DataSource": {"S3DataSource": {}}}
+                spec["DataSource"]["S3DataSource"]["S3Uri"] = uri
             copy_channel(spec, target, region)
 
     return lay_out
 
 
 def lay_out(
-    request: Mapping[str, Any],
+    planned: ContainerPlan,
     source: bytes,
     options: RunOptions,
-    shape: JobShape,
     run_dir: Path,
     container: Container,
     checkpoints: Path | None = None,
+    channels: Mapping[str, Path] | None = None,
 ) -> None:
-    """Every host's tree of the job in ``run_dir``, all the hosts at once."""
-    hps_json = {k: str(v) for k, v in (request.get("HyperParameters") or {}).items()}
+    """Every host's tree of the planned job in ``run_dir``, all the hosts at once."""
+    hps_json = dict(planned.hyperparameters)
     unpacked: bytes | None = source
-    if container.stages_code(shape):  # the toolkit fetches the code
+    if container.stages_code(planned.shape):  # the toolkit fetches the code
         hps_json, unpacked = exact.stage_code(run_dir, source, hps_json), None
-    each = _each_host(request, unpacked, options.region, checkpoints)
-    prepare_hosts(shape, run_dir, each, hps_json)
+    elif planned.entrypoint:  # the request's own start fetches it from its channel
+        unpacked = None
+    each = _each_host(planned.request, unpacked, options.region, checkpoints, channels or {})
+    prepare_hosts(planned.shape, run_dir, each, hps_json)
 
 
 def say_start(

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from smmpi.instances.hosts import launch, pids
 from smmpi.instances.machine import gpu_env
@@ -32,7 +32,6 @@ from smmpi.runners.local.argv import mpirun_argv
 from smmpi.runners.local.mpi import Launcher
 from smmpi.toolkit.container import host_env as container_host_env
 from smmpi.toolkit.hosts import CONTAINER_ROOT, HostDirs
-from smmpi.toolkit.mpirun import container_mpirun
 from smmpi.toolkit.shape import JobShape
 
 if TYPE_CHECKING:
@@ -108,14 +107,6 @@ def _host_env(
         OMPI_MCA_orte_tmpdir_base=str(run_dir / ".smmpi" / "ompi"),
     )
     return env
-
-
-def container_line(
-    request: Mapping[str, Any], shape: JobShape, extra_args: Sequence[str] = ()
-) -> list[str]:
-    """The toolkit's mpirun argv for ``request``, its code run as ``shape`` runs it (a package,
-    once installed, or a script), then ``smmpi run``'s arguments after ``--``."""
-    return [*container_mpirun(request, package=shape.package), *extra_args]
 
 
 #: Variables of this machine that mean nothing in an instance of its own: its HOME is

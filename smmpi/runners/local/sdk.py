@@ -29,11 +29,9 @@ from smmpi.catalog import missing_module_hint
 from smmpi.errors import SmmpiError
 from smmpi.ops.signals import held
 from smmpi.runners.base import RunOptions
-from smmpi.runners.local import modes
-from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.job import run as run_local
+from smmpi.runners.local.preflight import Checked, check_entrypoint_machine, check_machine
 from smmpi.runners.local.records import LocalJob, interruptible
-from smmpi.runners.local.trainer import check_trainer_run
 from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders
 from smmpi.sdk.model_trainer import capture_offline
 from smmpi.spec import MPIJob
@@ -91,8 +89,9 @@ _QUIET = _NoTroubleshootingLink()
 class LocalBackend:
     """Answers an SDK session's CreateTrainingJob/DescribeTrainingJob calls with local runs."""
 
-    def __init__(self, built: Built, options: RunOptions) -> None:
+    def __init__(self, built: Built, options: RunOptions, machine: Checked | None = None) -> None:
         self.built = built
+        self.machine = machine  # this machine's checks, made before the SDK built the job
         self.source = pack_source(built.job)  # the very bytes `submit` uploads
         # Channels are read in the region the job was built for.
         self.options = dataclasses.replace(options, region=built.settings.region)
@@ -105,7 +104,7 @@ class LocalBackend:
         request = cast("Request", restore_placeholders(params, self.built.settings.placeholders))
         self.requests.append(request)
         try:
-            job = run_local(request, self.source, self.options)
+            job = run_local(request, self.source, self.options, machine=self.machine)
         except KeyboardInterrupt:
             self.interrupted = True  # (the SDK's telemetry wrapper swallows it)
             raise
@@ -215,12 +214,11 @@ def _remove(path: Path) -> None:
 
 def submit_local(job: MPIJob, options: RunOptions, *, job_name: str | None = None) -> LocalJob:
     """``submit --local``: the SDK's ``fit`` with the job run here; returns the local job."""
-    check_world(job.instances, job.ppn)  # before the SDK, whose errors come with a banner
-    modes.choose(options.isolation, job.instances)
+    machine = check_machine(options, job.instances, job.ppn)  # before the SDK and its banner
     with interruptible() as stops:
         built = build(job, offline=True, job_name=job_name)
         stops.name = built.job_name
-        backend = LocalBackend(built, options)
+        backend = LocalBackend(built, options, machine)
         with backend.attached(), no_metadata_lookups():
             built.estimator.fit(
                 local_inputs(job.inputs or None), wait=False, logs=False, job_name=built.job_name
@@ -239,7 +237,7 @@ def submit_trainer_local(job: MPIJob, options: RunOptions) -> LocalJob:
     and what it would upload (the ``code`` and ``sm_drivers`` channels) is laid out on every
     instance from the copies it kept.
     """
-    check_trainer_run(options, job.instances, job.ppn)  # before the SDK builds anything
+    machine = check_entrypoint_machine(options, job.instances, job.ppn)  # before the SDK
     with interruptible() as stops, _scratch("smmpi-mt-") as tmp:
         captured = capture_offline(job, tmp)
         stops.check()
@@ -250,4 +248,4 @@ def submit_trainer_local(job: MPIJob, options: RunOptions) -> LocalJob:
         chosen = dataclasses.replace(
             options, region=captured.region, as_sagemaker=options.as_sagemaker or job.as_sagemaker
         )
-        return run_local(request, b"", chosen, channels=captured.channels)
+        return run_local(request, b"", chosen, channels=captured.channels, machine=machine)

@@ -36,7 +36,7 @@ from smmpi.runners.local.containers import Container
 from smmpi.runners.local.hostfiles import reaper_command, stdin_is_empty
 from smmpi.runners.local.isolation import Launch, prepare
 from smmpi.runners.local.mpi import Launcher
-from smmpi.runners.local.sessions import check_room_left, mpirun_env, sessions_of
+from smmpi.runners.local.sessions import mpirun_env, sessions_of
 from smmpi.supervision.cpu_share import group
 from smmpi.supervision.exits import Ends
 from smmpi.supervision.hangs import hang_pitfall
@@ -224,9 +224,6 @@ def execute(
     ``spent``: seconds of the run before this (its installs), counted in ``timeout``.
     Not ``whole_world``: a driver's line SageMaker runs as it is."""
     stdin_closed = stdin_closed or stdin_is_empty()
-    no_room = check_room_left(shape, run_dir, mode)
-    if no_room is not None:
-        return no_room
     _say_notes(shape, extra_env or {}, container, progress)
     how = prepare(
         mode, shape, run_dir, launcher, container, python, extra_env, extra_paths, stdin_closed

@@ -12,7 +12,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from smmpi.ops.signals import STOPS
 from smmpi.platform.run_metrics import RunMetrics, final_line
@@ -29,23 +29,21 @@ from smmpi.runners.local.supervise import (
     execute,
     sigterm_interrupts,
 )
+from smmpi.toolkit.plan import ContainerPlan
 from smmpi.toolkit.shape import JobShape
-
-if TYPE_CHECKING:
-    from smmpi.aws.types import Request
 
 
 def run_throwaway(
-    request: Request,
+    planned: ContainerPlan,
     source: bytes,
     options: RunOptions,
-    shape: JobShape,
     checked: Checked,
     container: Container,
 ) -> LocalJob:
-    """Run the checked request in a throwaway run folder; Ctrl-C or SIGTERM at any step ends
+    """Run the checked plan in a throwaway run folder; Ctrl-C or SIGTERM at any step ends
     it with an interrupted result (exit 130), and the folder goes unless ``options.keep``."""
     metrics = RunMetrics(options.metrics or (), None)  # ``--metric``: the last values only
+    shape = planned.shape
     with sigterm_interrupts():
         # Ctrl-C or SIGTERM waits until the run dir is one that the finally removes
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
@@ -53,7 +51,7 @@ def run_throwaway(
         try:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             chosen = (checked, container, metrics)
-            result = _run_in(request, source, options, shape, chosen, run_dir)
+            result = _run_in(planned, source, options, chosen, run_dir)
         except KeyboardInterrupt:  # before the ranks started, or between two of its steps
             result = _interrupted(shape, run_dir)
         finally:
@@ -69,16 +67,15 @@ def run_throwaway(
 
 
 def _run_in(
-    request: Request,
+    planned: ContainerPlan,
     source: bytes,
     options: RunOptions,
-    shape: JobShape,
     chosen: tuple[Checked, Container, RunMetrics],
     run_dir: Path,
 ) -> RunResult:
-    checked, container, metrics = chosen
+    (checked, container, metrics), shape = chosen, planned.shape
     try:
-        lay_out(request, source, options, shape, run_dir, container)
+        lay_out(planned, source, options, run_dir, container)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the host trees were laid out
         return _interrupted(shape, run_dir)
     say = options.progress

@@ -21,17 +21,15 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from smmpi.errors import BadInput
 from smmpi.instances.hosts import launch
 from smmpi.instances.machine import gpu_env
 from smmpi.platform.layout import host_dirs, site_dir, stack_dir
 from smmpi.runners.local import instance_probes
-from smmpi.runners.local.trainer_request import is_remote_function
 from smmpi.runners.local.venvs import cached_venv, site_packages
-from smmpi.toolkit.drivers.line import CONTAINER_PATH, container_environment
-from smmpi.toolkit.shape import JobShape
+from smmpi.toolkit.drivers.line import CONTAINER_PATH
+from smmpi.toolkit.plan import ContainerPlan
 
 FIELD = "--api model-trainer (a local run)"
 LAUNCH_AGENT = "OMPI_MCA_orte_launch_agent"
@@ -57,23 +55,17 @@ def driver_python() -> Path:
     return cached_venv(root, "driver", [site_packages()], {"pip3": _PIP}, probes, startup)
 
 
-def entrypoint(request: Mapping[str, Any]) -> list[str]:
-    """The container's start: ``ContainerEntrypoint`` then ``ContainerArguments``."""
-    algo = request.get("AlgorithmSpecification") or {}
-    return [str(a) for a in [*algo["ContainerEntrypoint"], *(algo.get("ContainerArguments") or [])]]
-
-
 def instance_env(
-    request: Mapping[str, Any],
+    planned: ContainerPlan,
     base: Mapping[str, str],
     run_dir: Path,
     venv_dir: Path,
     passed: Mapping[str, str],
 ) -> dict[str, str]:
     """An instance's environment at the container's start: this machine's part (its MPI on
-    PATH, HOME=/root), the image's ENV, the request's Environment, the job name, the
-    variables the user passed, and smmpi's rank hook (which arms in ranks only)."""
-    env = {**base, **container_environment(request), **passed}
+    PATH, HOME=/root), the image's ENV, the request's Environment, the job name (the plan's
+    variables), the variables the user passed, and smmpi's rank hook (which arms in ranks only)."""
+    env = {**base, **planned.environment, **passed}
     path = [str(venv_dir / "bin"), base.get("PATH", ""), CONTAINER_PATH]
     env["PATH"] = os.pathsep.join(p for p in path if p)
     env.update(
@@ -83,7 +75,7 @@ def instance_env(
         OMPI_MCA_orte_tmpdir_base=str(run_dir / ".smmpi" / "ompi"),
     )
     orted = shutil.which("orted", path=base.get("PATH", ""))
-    if is_remote_function(request) and orted and LAUNCH_AGENT not in env:
+    if planned.api == "remote" and orted and LAUNCH_AGENT not in env:
         # the DLCs' Open MPI is built --enable-orterun-prefix-by-default: mpirun starts orted
         # on the other instances by its full path (their ssh session's PATH lacks it), which
         # @remote's job script relies on; ModelTrainer's driver writes /etc/environment instead
@@ -92,20 +84,20 @@ def instance_env(
 
 
 def pod_command(
-    request: Mapping[str, Any],
+    planned: ContainerPlan,
     venv_dir: Path,
     passed: Mapping[str, str],
-    shape: JobShape,
     run_dir: Path,
     base: dict[str, str],
     keep: tuple[Path, ...],
 ) -> launch.Command:
-    """Every instance runs the request's entrypoint, algo-1's as the pod's command; the run
+    """Every instance runs the plan's entrypoint, algo-1's as the pod's command; the run
     ends when algo-1's ends, and the workers with it."""
-    env = instance_env(request, base, run_dir, venv_dir, passed)
+    shape = planned.shape
+    env = instance_env(planned, base, run_dir, venv_dir, passed)
     envs = tuple({**env, **gpu_env(shape, h), **passed} for h in shape.hosts)
     trees = tuple(host_dirs(run_dir, h).root for h in shape.hosts)
-    argv = entrypoint(request)
+    argv = planned.line
     pod = launch.Pod(
         tuple(shape.hosts),
         trees,

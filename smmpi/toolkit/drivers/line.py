@@ -32,18 +32,19 @@ def _shape(request: Mapping[str, Any]) -> JobShape:
         instances=int(request["ResourceConfig"]["InstanceCount"]),
         ppn=1,
         channels={name: "" for name in channels},
+        environment={str(k): str(v) for k, v in (request.get("Environment") or {}).items()},
         instance_type=str(request["ResourceConfig"]["InstanceType"]),
+        image=str(request["AlgorithmSpecification"]["TrainingImage"]),
     )
 
 
-def container_environment(request: Mapping[str, Any]) -> dict[str, str]:
+def container_environment(shape: JobShape) -> dict[str, str]:
     """algo-1's variables before ``sm_train.sh``: the image's ENV, the request's, the job name."""
-    image = str(request["AlgorithmSpecification"]["TrainingImage"])
     return {
         "PATH": CONTAINER_PATH,
-        **image_env(image),
-        **dict(request.get("Environment", {})),
-        "TRAINING_JOB_NAME": str(request["TrainingJobName"]),
+        **image_env(shape.image),
+        **shape.environment,
+        "TRAINING_JOB_NAME": shape.job_name,
     }
 
 
@@ -54,7 +55,7 @@ def driver_mpirun(request: Mapping[str, Any], drivers: Path) -> list[str]:
         "resource_config": resource_config(shape, "algo-1"),
         "input_data_config": input_data_config(shape),
         "hyperparameters": dict(request.get("HyperParameters", {})),
-        "environment": container_environment(request),
+        "environment": container_environment(shape),
     }
     argv = [sys.executable, "-I", "-B", str(PROBE), str(drivers)]
     what = "ModelTrainer's MPI driver did not build its line"

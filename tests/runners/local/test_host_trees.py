@@ -13,7 +13,7 @@ from smmpi.runners.local.host_trees import lay_out, say_start
 from smmpi.runners.local.mpi import preflight
 from smmpi.runners.local.preflight import Checked
 from smmpi.toolkit.offline import request_from_program
-from smmpi.toolkit.shape import shape_from_request
+from smmpi.toolkit.plan import plan
 
 
 def _config(run_dir: Path, host: str) -> dict[str, str]:
@@ -27,10 +27,10 @@ def test_the_models_instances_get_the_unpacked_code_and_the_requests_hyperparame
 ) -> None:
     program = resolve("demo")
     request = request_from_program(program, 2, 1)
-    shape = shape_from_request(request)
+    planned = plan(request)
     run_dir = tmp_path / "hosts"
     run_dir.mkdir()
-    lay_out(request, pack(program.files(), "ENTRY"), options(), shape, run_dir, ModelLine(request))
+    lay_out(planned, pack(program.files(), "ENTRY"), options(), run_dir, ModelLine(planned))
     for host in ("algo-1", "algo-2"):
         code = run_dir / host / "opt" / "ml" / "code"
         assert (code / "demo.py").read_bytes() == (program.source_dir / "demo.py").read_bytes()
@@ -43,11 +43,10 @@ def test_the_real_toolkit_fetches_the_code_itself_from_where_its_instances_see_i
 ) -> None:
     program = resolve("demo")
     request = request_from_program(program, 2, 1)
-    shape = shape_from_request(request)
     run_dir = tmp_path / "hosts"
     run_dir.mkdir()
     source = pack(program.files(), "ENTRY")
-    lay_out(request, source, options(), shape, run_dir, RealToolkit(()))
+    lay_out(plan(request), source, options(), run_dir, RealToolkit(()))
     staged = run_dir / ".smmpi" / "code" / "sourcedir.tar.gz"
     assert staged.read_bytes() == source
     for host in ("algo-1", "algo-2"):
@@ -58,19 +57,20 @@ def test_the_real_toolkit_fetches_the_code_itself_from_where_its_instances_see_i
 
 
 def test_a_runs_first_lines_say_the_mode_and_the_container(tmp_path: Path) -> None:
-    shape = shape_from_request(request_from_program(resolve("demo"), 1, 1))
+    planned = plan(request_from_program(resolve("demo"), 1, 1))
+    shape = planned.shape
     lines: list[str] = []
     say_start(
         "smmpi: first",
         shape,
         Checked("hosts", None, None, preflight()),
-        ModelLine({}),
+        ModelLine(planned),
         lines.append,
     )
     assert lines[:1] == ["smmpi: first"]
     assert not any("processes mode" in line for line in lines)
     lines.clear()
-    driver = Entrypoint({}, tmp_path, {}, "smmpi: the request's own start")
+    driver = Entrypoint(planned, {}, "smmpi: the request's own start")
     say_start(
         "smmpi: first",
         shape,

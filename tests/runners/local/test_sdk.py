@@ -80,6 +80,26 @@ def test_local_demo_via_sdk_fit(
     assert str(job.model_artifact) in err
 
 
+def test_this_machines_checks_are_made_once_for_submit_local(
+    local_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from smmpi.api import run_local
+    from smmpi.runners.local import modes
+    from smmpi.spec import MPIJob
+
+    asked: list[int] = []
+    real = modes.choose
+
+    def counted(requested: str | None, instances: int = 1) -> tuple[str, str | None]:
+        asked.append(instances)
+        return real(requested, instances)
+
+    monkeypatch.setattr(modes, "choose", counted)
+    job = run_local(MPIJob(entry="demo", instances=2, ppn=1), progress=lambda line: None)
+    assert job.status == "Completed" and job.exit_code == 0
+    assert asked == [2]  # before the SDK built the request, and not again on the route
+
+
 def test_local_env_matches_resourceconfig(local_env: dict[str, str], tmp_path: Path) -> None:
     from smmpi.api import run_local
     from smmpi.spec import MPIJob

@@ -6,13 +6,17 @@ import io
 import shutil
 from pathlib import Path
 
+import pytest
+
 from smmpi.api import options
 from smmpi.archives import pack
 from smmpi.catalog import resolve
+from smmpi.runners.local import sessions
 from smmpi.runners.local.job import run
 from smmpi.runners.local.records import LocalJob
 from smmpi.runners.local.supervise import EXIT_FAILED, RunResult
 from smmpi.runners.local.throwaway import ending_lines
+from smmpi.supervision import room
 from smmpi.toolkit.offline import request_from_program
 
 
@@ -65,3 +69,20 @@ def test_a_failed_runs_last_line_names_the_rank_with_the_hint(tmp_path: Path) ->
     last = ending_lines(job, 2, "helper.py is beside x.py", False)
     assert last == [f"smmpi: {result.failure_line} (helper.py is beside x.py)"]
     assert last[0].startswith("smmpi: rank 1 (algo-2) ")
+
+
+def test_a_throwaway_runs_room_is_checked_once_before_any_work(
+    local_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[Path] = []
+    real = room.free_bytes
+
+    def counted(folder: Path) -> int | None:
+        asked.append(folder)
+        return real(folder)
+
+    monkeypatch.setattr(room, "free_bytes", counted)
+    monkeypatch.setattr(sessions, "free_bytes", counted)  # (where the run itself would ask)
+    job = _run(False, [], io.StringIO())
+    assert job.exit_code == 0
+    assert len(asked) == 1, asked  # the preflight's, on the temporary folder
