@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from smmpi_runtime import check, report, require_world_size, runtime
+from smmpi_runtime import check, refuse, report, require_world_size, runtime
 
 Blocks = list[np.ndarray]
 TAG = 7
@@ -131,9 +131,7 @@ def main() -> int:
     require_world_size(comm, minimum=2)
     rt = runtime(comm)
     if args.size < 1:
-        if rt.rank == 0:
-            print(f"alltoall.py: --size must be >= 1, got {args.size}", file=sys.stderr)
-        return 2
+        return refuse(comm, f"alltoall.py: --size must be >= 1, got {args.size}")
     methods = ["unsafe"] if args.unsafe else [args.method] if args.method else ["sendrecv", "isend"]
     if rt.rank == 0:
         print(

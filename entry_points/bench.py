@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from smmpi_runtime import check, report, require_world_size, runtime
+from smmpi_runtime import check, refuse, report, require_world_size, runtime
 
 DEFAULT_SIZES = "8,64,512,4K,32K,256K,1M,4M"
 TAG = 21
@@ -163,9 +163,7 @@ def main() -> int:
         sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
         budget = parse_size(args.budget)
     except ValueError as exc:
-        if rt.rank == 0:
-            print(f"bench.py: bad --sizes/--budget: {exc}", file=sys.stderr)
-        return 2
+        return refuse(comm, f"bench.py: bad --sizes/--budget: {exc}")
     results: dict[str, Any] = {
         "world_size": rt.size,
         "hosts": rt.hosts,

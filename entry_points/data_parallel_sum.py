@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from smmpi_runtime import check, report, require_world_size, runtime
+from smmpi_runtime import check, refuse, report, require_world_size, runtime
 
 
 def split(n: int, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -69,9 +69,7 @@ def main() -> int:
     require_world_size(comm, minimum=1)
     rt = runtime(comm)
     if args.size < 0:
-        if rt.rank == 0:
-            print(f"data_parallel_sum.py: --size must be >= 0, got {args.size}", file=sys.stderr)
-        return 2
+        return refuse(comm, f"data_parallel_sum.py: --size must be >= 0, got {args.size}")
     if rt.rank == 0:
         counts, _ = split(args.size, rt.size)
         print(

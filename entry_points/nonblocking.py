@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from smmpi_runtime import check, report, require_world_size, runtime
+from smmpi_runtime import check, refuse, report, require_world_size, runtime
 
 
 def ring(comm: Any, n: int) -> list[str]:
@@ -75,9 +75,7 @@ def main() -> int:
     require_world_size(comm, minimum=2)
     rt = runtime(comm)
     if args.size < 1 or args.delay < 0:
-        if rt.rank == 0:
-            print("nonblocking.py: needs --size >= 1 and --delay >= 0", file=sys.stderr)
-        return 2
+        return refuse(comm, "nonblocking.py: needs --size >= 1 and --delay >= 0")
     if rt.rank == 0:
         print(f"nonblocking: {rt.size} ranks, {args.size} float32 per message", flush=True)
     report(comm, ring(comm, args.size), title="Isend/Irecv")

@@ -161,9 +161,16 @@ def require_world_size(comm: Any, minimum: int = 2, multiple_of: int = 1) -> Non
         return
     allowed = f">= {minimum}" + (f" and a multiple of {multiple_of}" if multiple_of > 1 else "")
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "this program"
+    sys.exit(refuse(comm, f"{prog}: world size {size} is not supported (needs {allowed})"))
+
+
+def refuse(comm: Any, message: str) -> int:
+    """Rank 0 prints ``message``; every rank waits until it is out (so that no rank's exit
+    ends the job first), then the caller exits with the returned 2."""
     if comm.Get_rank() == 0:
-        print(f"{prog}: world size {size} is not supported (needs {allowed})", file=sys.stderr)
-    sys.exit(2)
+        print(message, file=sys.stderr, flush=True)
+    comm.Barrier()
+    return 2
 
 
 def check(condition: bool, message: str) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from smmpi_runtime import check, report, require_world_size, runtime
+from smmpi_runtime import check, refuse, report, require_world_size, runtime
 
 Params = dict[str, np.ndarray]
 
@@ -225,12 +225,7 @@ def main() -> int:
     require_world_size(comm, minimum=1)
     rt = runtime(comm)
     if args.epochs < 0 or args.repeat < 1:
-        if rt.rank == 0:
-            print(
-                "train.py: needs --epochs >= 0 and --repeat >= 1",
-                file=sys.stderr,
-            )
-        return 2
+        return refuse(comm, "train.py: needs --epochs >= 0 and --repeat >= 1")
     params, metrics = train(comm, args)
     verify(comm, params, metrics, args.min_accuracy if args.epochs > 0 else 0.0)
     report(

@@ -1,4 +1,4 @@
-"""`make test`'s side-by-side pass (``-n 6 --dist loadgroup``): the modules that share a costly
+"""`make test`'s side-by-side pass (``-n 4 --dist loadgroup``): the modules that share a costly
 fixture run as one unit of work each, so the fixture is made once, not in every worker."""
 
 from __future__ import annotations

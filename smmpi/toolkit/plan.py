@@ -12,7 +12,7 @@ request as SageMaker does, from :attr:`ContainerPlan.request`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -74,11 +74,15 @@ def plan(
     request: Mapping[str, Any],
     extra_args: Sequence[str] = (),
     channels: Mapping[str, Path] | None = None,
+    bounds: Callable[[int, int], None] | None = None,
 ) -> ContainerPlan:
     """The container of ``request``, read once; BadInput (exit 2) names what it cannot read.
 
     ``extra_args``: ``smmpi run``'s arguments after ``--``; ``channels``: folders for channels
-    whose URI is not read here (ModelTrainer's ``sm_drivers``, as the SDK would upload it)."""
+    whose URI is not read here (ModelTrainer's ``sm_drivers``, as the SDK would upload it);
+    ``bounds``: the runner's check of instances and processes per host, made before any
+    host is named (a huge count is refused in one line, not built)."""
+    check = bounds or (lambda instances, ppn: None)
     hps = MappingProxyType(
         {str(k): str(v) for k, v in (request.get("HyperParameters") or {}).items()}
     )
@@ -92,6 +96,7 @@ def plan(
             drivers = channel_source(request, DRIVERS, channels or {})
             shape, api = trainer_shape(request, drivers), "model-trainer"
             np = driver_np(distributed_config(drivers))
+        check(shape.instances, shape.ppn)
         return ContainerPlan(
             request=request,
             shape=shape,
@@ -103,6 +108,7 @@ def plan(
             api=api,
         )
     shape = shape_from_request(request, extra_args)
+    check(shape.instances, shape.ppn)
     script, module = container_lines(request)
     return ContainerPlan(
         request=request,

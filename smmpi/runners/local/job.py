@@ -44,6 +44,7 @@ from smmpi.platform.container_files import seed_checkpoints, write_status_files
 from smmpi.platform.run_metrics import RunMetrics, for_job, record_final
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local import isolation, trainer
+from smmpi.runners.local.bounds import check_world
 from smmpi.runners.local.containers import Container, choose
 from smmpi.runners.local.host_trees import lay_out, say_start
 from smmpi.runners.local.preflight import Checked, check
@@ -140,7 +141,7 @@ def run(
     ``channels``: folders for channels whose URI is not read here (ModelTrainer's);
     ``machine``: this machine's checks for a request's own start, made already."""
     options = options or RunOptions()
-    planned = plan(request, options.args, channels)  # the container, read once
+    planned = plan(request, options.args, channels, check_world)  # the container, read once
     container = choose(planned, options)  # (a bad SMMPI_TOOLKIT_VENV: exit 2)
     checked = check(planned, source, options, container, channels, machine)
     if options.throwaway:
