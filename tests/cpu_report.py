@@ -1,10 +1,10 @@
 """CPU seconds per test, for finding what makes the suite long on a machine of few cores.
 
-``python -m pytest -p tests.cpu_report ...`` in the repository (with or without pytest-xdist) adds to each test's report
-the user plus system CPU time of the processes the test waited for (``RUSAGE_CHILDREN``:
-smmpi, mpirun and every rank, each counted once its parent waited for it) and of the test's
-own process, and prints the largest at the end. ``SMMPI_CPU_REPORT=FILE`` also writes every
-test's figures to FILE as JSON lines.
+``python -m pytest -p tests.cpu_report ...`` in the repository (with or without
+pytest-xdist) adds to each test's report the user plus system CPU time of the processes the
+test waited for (``RUSAGE_CHILDREN``: smmpi, mpirun and every rank, each counted once its
+parent waited for it) and of the test's own process, and prints the largest at the end.
+``SMMPI_CPU_REPORT=FILE`` also writes every test's figures to FILE as JSON lines.
 """
 
 from __future__ import annotations

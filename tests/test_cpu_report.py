@@ -1,4 +1,5 @@
-"""``python -m pytest -p tests.cpu_report``: each test's CPU seconds, its waited-for processes' included."""
+"""``python -m pytest -p tests.cpu_report``: each test's CPU seconds, its waited-for
+processes' included."""
 
 from __future__ import annotations
 
