@@ -84,12 +84,13 @@ except Exception as err:
 
 
 def _call(
-    serve: ServeProcess, env: dict[str, str], tmp_path: Path, **fields: Any
+    serve: ServeProcess, guard: dict[str, str], tmp_path: Path, **fields: Any
 ) -> tuple[str, dict[str, Any]]:
+    """The decorated function called by a client of serve; its output and the job's end."""
     script = CLIENT.format(role=ROLE, serve_key=serve.exports["AWS_ACCESS_KEY_ID"], **fields)
     done = subprocess.run(
         [str(BIN / "python"), "-c", script],
-        env=env,
+        env={**serve.env, **guard},
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -107,13 +108,7 @@ def test_remote_mpirun_2x2_returns_what_its_ranks_computed(
     serve: ServeProcess, bucket: str, guard: dict[str, str], tmp_path: Path
 ) -> None:
     out, desc = _call(
-        serve,
-        {**serve.env, **guard},
-        tmp_path,
-        bucket=bucket,
-        instances=2,
-        prefix="rf-two",
-        fail_rank=-1,
+        serve, guard, tmp_path, bucket=bucket, instances=2, prefix="rf-two", fail_rank=-1
     )
     result = [line for line in out.splitlines() if line.startswith("RESULT ")]
     assert result, out[-4000:]
@@ -138,13 +133,7 @@ def test_remote_mpirun_rank_that_raises_gives_its_exception_and_the_failed_rank(
     serve: ServeProcess, bucket: str, guard: dict[str, str], tmp_path: Path
 ) -> None:
     out, desc = _call(
-        serve,
-        {**serve.env, **guard},
-        tmp_path,
-        bucket=bucket,
-        instances=3,
-        prefix="rf-raise",
-        fail_rank=1,
+        serve, guard, tmp_path, bucket=bucket, instances=3, prefix="rf-raise", fail_rank=1
     )
     # the SDK raises the exception the rank raised, which the job put in S3
     assert "RAISED ValueError rank 1 refuses" in out, out[-4000:]
