@@ -18,6 +18,7 @@ import socket
 import sys
 
 PORT = 9000  # on each instance's own loopback: AWS_ENDPOINT_URL_S3=http://127.0.0.1:9000
+VARIABLE = "AWS_ENDPOINT_URL_S3"  # the variable botocore reads the S3 endpoint from
 ANSWER_SECONDS = 60.0  # serve acknowledges at once; a loaded machine may take a while
 
 

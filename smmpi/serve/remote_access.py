@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from smmpi.platform.instance_endpoint import endpoint_url
+from smmpi.platform.instance_endpoint import VARIABLE, endpoint_url
 from smmpi.serve.job_endpoint import JobEndpoint, Serve
 from smmpi.serve.job_keys import JobKeys, remote_folder
 from smmpi.serve.worker import WORKER_ENV, WORKER_RELAY
@@ -44,7 +44,7 @@ class RemoteAccess:
             self.endpoints[name] = endpoint
         minted = self.keys.mint(name, *folder)
         variables = {
-            "AWS_ENDPOINT_URL_S3": endpoint_url(),
+            VARIABLE: endpoint_url(),
             "AWS_ACCESS_KEY_ID": minted.keys.access_key,
             "AWS_SECRET_ACCESS_KEY": minted.keys.secret_key,
             "AWS_REGION": region,

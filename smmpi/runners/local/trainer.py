@@ -25,6 +25,7 @@ from typing import Any
 
 from smmpi.errors import BadInput
 from smmpi.mpi_output import printable
+from smmpi.platform.instance_endpoint import VARIABLE as ENDPOINT_VARIABLE
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local.records import LocalJob
 from smmpi.runners.local.short_world import LOCAL_WORLD, settle_world
@@ -32,8 +33,6 @@ from smmpi.supervision.result import RunResult
 from smmpi.toolkit.plan import ContainerPlan, is_entrypoint_request
 
 __all__ = ["check_remote", "driver_failure", "ending", "is_trainer_request", "settle"]
-
-S3_ENDPOINT = "AWS_ENDPOINT_URL_S3"  # what serve gives an @remote job's instances
 
 #: A request that names its own container start (ModelTrainer's).
 is_trainer_request = is_entrypoint_request
@@ -56,7 +55,7 @@ def settle(
 def check_remote(planned: ContainerPlan, options: RunOptions) -> None:
     """``@remote``'s job runs under smmpi serve only: its ranks reach S3 through the job's own
     endpoint and key, which serve gives them; BadInput (exit 2) elsewhere."""
-    if planned.api == "remote" and S3_ENDPOINT not in options.env:
+    if planned.api == "remote" and ENDPOINT_VARIABLE not in options.env:
         raise BadInput(
             "request", "@remote's job script", "a run under smmpi serve (its ranks reach S3 "
             "through the job's own endpoint and key, which serve gives them)",

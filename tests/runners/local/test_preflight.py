@@ -17,6 +17,7 @@ from smmpi.runners.local import exact, toolkits
 from smmpi.runners.local.containers import ModelLine, RealToolkit, choose
 from smmpi.runners.local.job import run
 from smmpi.runners.local.preflight import check
+from smmpi.toolkit.driver_world import REMOTE_FUNCTION
 from smmpi.toolkit.offline import request_from_program
 from smmpi.toolkit.plan import plan
 
@@ -112,7 +113,7 @@ def test_remote_function_request_runs_under_serve_only(
         "TrainingJobName": "rf-job",
         "AlgorithmSpecification": {"TrainingImage": "img", "ContainerEntrypoint": ["/bin/bash"]},
         "ResourceConfig": {"InstanceCount": 2, "InstanceType": "ml.c5.2xlarge"},
-        "InputDataConfig": [{"ChannelName": "sagemaker_remote_function_bootstrap"}],
+        "InputDataConfig": [{"ChannelName": REMOTE_FUNCTION}],
     }
     with pytest.raises(BadInput) as refused:
         run(request, b"", options())
