@@ -125,7 +125,7 @@ FALLBACK_TESTS = tests/runners/local tests/platform tests/supervision \
 	tests/instances/test_machine.py tests/faults/test_runtime_faults.py \
 	tests/oracle/test_local_ranks.py \
 	--deselect tests/faults/test_runtime_faults.py::test_two_hundred_hosts_run
-PYTEST_ENV = PATH="$(CURDIR)/$(BIN):$$PATH" \
+PYTEST_ENV = SMMPI_TEST_TIER=rest PATH="$(CURDIR)/$(BIN):$$PATH" \
 	SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python"
 FALLBACK_LOG = .pytest_cache/pass2.log
 

@@ -3,8 +3,8 @@
 Its modules are listed here. Under ``SMMPI_TEST_TIER=check`` a guard fails any of their tests
 that starts mpirun (in this process, or in a CLI it starts: ``SMMPI_MPIRUN`` and ``PATH`` lead to
 a stand-in that refuses) or a server (a socket bound, ``moto_server``, ``smmpi serve``), so a
-slow test cannot creep into the fast tier unseen. Every test of the tier runs again in
-`make test`.
+slow test cannot creep into the fast tier unseen. `make test` runs the tier first, then
+every other test (``SMMPI_TEST_TIER=rest``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ import tempfile
 from pathlib import Path
 
 CHECK_TIER = os.environ.get("SMMPI_TEST_TIER") == "check"
+#: `make test`'s passes after `make check` (``SMMPI_TEST_TIER=rest``): every test but the tier's,
+#: which `make check` has just run
+REST_TIER = os.environ.get("SMMPI_TEST_TIER") == "rest"
 TESTS = Path(__file__).parent
 
 #: Test modules (relative to tests/) that start no mpirun and no server

@@ -18,7 +18,7 @@ from xdist.remote import Producer
 from xdist.scheduler import LoadScopeScheduling
 from xdist.scheduler.protocol import Scheduling
 
-from tests.check_tier import CHECK_TIER, in_check_tier, refuse_mpirun_and_servers
+from tests.check_tier import CHECK_TIER, REST_TIER, in_check_tier, refuse_mpirun_and_servers
 from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
 from tests.instances.hosts.footprint import track_own_processes, tracked, untrack_own_processes
 from tests.nobody import end_run_folder, start_run_folder
@@ -105,9 +105,12 @@ SIDE_BY_SIDE_TRACKED = ("faults", "instances/hosts")
 
 
 def pytest_ignore_collect(collection_path: Path) -> bool | None:
-    """Under `make check`, only its tier's modules are collected."""
-    if CHECK_TIER and collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
-        return not in_check_tier(collection_path)
+    """Under `make check`, only its tier's modules are collected; after it, only the others."""
+    if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        if CHECK_TIER:
+            return not in_check_tier(collection_path)
+        if REST_TIER and in_check_tier(collection_path):
+            return True
     return None
 
 
