@@ -111,8 +111,8 @@ def test_a_rank_that_writes_100_mb_without_a_newline_is_named_at_once(
     assert _last_line(r.stderr) == "smmpi: rank 1 (algo-1) failed: ValueError: boom"
     echoed = r.stdout if stream == "stdout" else r.stderr
     # the line's last MAX_LINE characters, after a note of what was cut. mpirun's own text on
-    # stderr (MPI_ABORT's message) may end the line early while the rest is still on its way:
-    # then the rest follows as a line of its own. Either way no character is lost or repeated.
+    # stderr (MPI_ABORT's message) may cut into the line while the rest is still on its way: then
+    # the rest follows as a line of its own. Either way no character is lost or repeated.
     note = re.escape(cut_note(0)).replace("0", r"(\d+)")
     tag = rf"\[1,mpirank:1,algo-1\]<{stream}>:"
     first = re.search(rf"{tag}{note}(x+)", echoed)
@@ -121,7 +121,8 @@ def test_a_rank_that_writes_100_mb_without_a_newline_is_named_at_once(
     rest = re.findall(rf"^{tag}(x+)", echoed[first.end() :], re.MULTILINE)
     assert int(first[1]) + len(first[2]) + sum(map(len, rest)) == 100_000_000
     assert all(len(xs) + 3 <= MAX_LINE for xs in rest)
-    assert re.search(rf"{tag}(?:{note})?x+END$", echoed, re.MULTILINE), echoed[-3000:]
+    # END ends the rank's text (mpirun's own text may follow it on the same line)
+    assert re.search(rf"^{tag}(?:{note})?x+END", echoed, re.MULTILINE), echoed[-3000:]
     raised = re.search(r"raised at (\d+\.\d+)", r.stderr)
     assert raised is not None, r.stderr[-2000:]
     assert ended - float(raised[1]) < 5.0
