@@ -85,6 +85,7 @@ MODULES = frozenset(
         "aws/test_environment.py",
         "test_catalog.py",
         "test_trees.py",
+        "test_cpu_by_command.py",
         "test_bounded.py",
         "serve/test_described.py",
         "serve/test_model.py",
