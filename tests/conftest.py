@@ -131,6 +131,8 @@ SHARED_FIXTURE = {
         "oracle-differential",
     ),
     "faults/test_boundary.py": "boundary-probe",  # one probe job, checked 7 ways
+    # the machine's one process-accounting file: its two tests one after the other
+    "test_cpu_by_command.py": "process-accounting",
     # plain mpirun's runs of mpi4py's suite and of each demo, made once for both modes: the
     # suite in one worker, the demos in another (each run of one of them at a time)
     "compat/test_mpi4py_suite.py": "mpi4py-suite",
