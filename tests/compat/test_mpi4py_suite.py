@@ -169,12 +169,13 @@ def test_mpi4py_suite_matches_plain_mpirun_per_rank(
     mode: str,
     part: str,
 ) -> None:
-    (n_hosts, per_host), expected = PARTS[part].shape, plain(part)
-    world = n_hosts * per_host
+    spec, expected = PARTS[part], plain(part)
+    world = spec.world
     env = {**compat_env, **FIXES, "TMPDIR": str(shared_tmp), "SMMPI_ISOLATION": mode}
-    run = ["run", "main.py", "--source-dir", ".", "-N", str(n_hosts), "-n", str(per_host)]
+    hosts, per_host = spec.shape
+    run = ["run", "main.py", "--source-dir", ".", "-N", str(hosts), "-n", str(per_host)]
     run += ["--framework", "pytorch", *(a for k in (*FIXES, "TMPDIR") for a in ("--pass-env", k))]
-    run += ["--timeout", "1700", "--", "-v", *PARTS[part].select]
+    run += ["--timeout", "1700", "--", "-v", *spec.select]
     r = smmpi(run, env, mpi4py_source / "test", 1800)
     assert f"= {world} ranks ({'isolated hosts' if mode == 'hosts' else 'processes'}" in r.stderr
     here = outcomes(r.stderr.splitlines())
