@@ -74,7 +74,8 @@ def by_command(data: bytes) -> dict[str, float]:
 def _acct(path: str | None) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.acct(path.encode() if path else None) != 0:
-        raise OSError(ctypes.get_errno(), f"acct({path}): needs root")
+        number = ctypes.get_errno()
+        raise OSError(number, f"acct({path}): {os.strerror(number)}")
 
 
 def _counted(command: list[str]) -> tuple[int, dict[str, float]]:
