@@ -4,17 +4,19 @@ on the real cluster under ``srun --mpi=pmix`` and under ``mpirun`` inside ``sbat
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, base_env
+from tests.helpers import ROOT, base_env, smmpi
 from tests.slurm.cluster_helpers import BIN, MPIRUN, Cluster
 
 PROBE = """
 import json
+import re
 from mpi4py import MPI
 from smmpi_runtime import runtime
 rt = runtime()
@@ -92,6 +94,8 @@ def _probe(cluster: Cluster, name: str) -> tuple[Path, dict[str, str]]:
 @pytest.mark.machine
 def test_srun_pmix_tasks_see_their_node_and_local_rank(cluster: Cluster) -> None:
     work, env = _probe(cluster, "runtime-srun")
+    # as smmpi's batch script starts srun's ranks (docs/SLURM.md: no fence at MPI_Init)
+    env.update(OMPI_MCA_pmix_base_async_modex="1", OMPI_MCA_pmix_base_collect_data="0")
     shape = ["--nodes=3", "--ntasks-per-node=2", "--mpi=pmix"]
     done = cluster.command("srun", *shape, "python", "probe.py", cwd=work, env=env)
     assert done.returncode == 0, done.stderr
@@ -109,3 +113,40 @@ def test_mpirun_inside_sbatch_ranks_see_their_node_and_local_rank(cluster: Clust
     job_id = done.stdout.strip()
     out = (work / f"mpirun-{job_id}.out").read_text()
     assert json.loads(out.strip().splitlines()[-1]) == ON_THE_CLUSTER, out
+
+
+HELLO = """
+from mpi4py import MPI
+MPI.COMM_WORLD.Barrier()
+"""
+#: Open MPI's line each time a rank waits on PMIx in MPI_Init (a fence among them).
+_INIT_WAIT = re.compile(r"lazy waiting on RTE event at \S*/ompi_mpi_init\.c:(\d+)$", re.MULTILINE)
+
+
+def _init_waits(cluster: Cluster, tmp_path: Path, name: str, *env: str) -> list[list[str]]:
+    """Where each rank of a 2x2 srun job waited in MPI_Init, from Open MPI's own lines."""
+    program = tmp_path / "hello.py"
+    program.write_text(HELLO)
+    extra = [f"--env={pair}" for pair in ("OMPI_MCA_rte_base_verbose=1", *env)]
+    args = ["submit", str(program), "-N", "2", "--ppn", "2", "--backend", "slurm"]
+    done = smmpi([*args, "--profile", "local", "--job-name", name, *extra], cluster.env)
+    assert done.returncode == 0, done.stderr
+    logs = sorted((cluster.shared / name / "logs").iterdir())
+    assert len(logs) == 4
+    return [_INIT_WAIT.findall(log.read_text()) for log in logs]
+
+
+@pytest.mark.machine
+def test_srun_ranks_wait_in_no_address_fence_unless_the_user_sets_one(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Under srun each rank fetches a peer's address when it needs it: MPI_Init makes one fence
+    fewer than Open MPI's default, which the user's own setting brings back."""
+    ours = _init_waits(cluster, tmp_path, "smmpi-init-fences")
+    theirs = _init_waits(
+        cluster, tmp_path, "smmpi-init-fences-user", "OMPI_MCA_pmix_base_async_modex=0"
+    )
+    assert all(waits == ours[0] for waits in ours), ours
+    assert all(waits == theirs[0] for waits in theirs), theirs
+    assert len(theirs[0]) == len(ours[0]) + 1, (ours, theirs)
+    assert set(ours[0]) < set(theirs[0])
