@@ -140,7 +140,10 @@ class SeriesFile:
                     continue
                 if value - value != 0:  # not finite (inf - inf and nan - nan are nan)
                     continue
+                first = metric not in last
                 last[metric] = (value, when)
+                if first:  # the definitions' order, whichever rank's line came first
+                    self._in_definition_order()
                 # (float() took it: no quote or backslash; a control character: as a number)
                 shown = '"' + text + '"' if text.isprintable() else repr(value)
                 parts.append(heads[metric] + shown)
@@ -159,6 +162,12 @@ class SeriesFile:
                     + "}}\n"
                 )
         return records
+
+    def _in_definition_order(self) -> None:
+        order = [m for m, _, _ in self.patterns if m in self.last]
+        ordered = {m: self.last[m] for m in order}
+        self.last.clear()
+        self.last.update(ordered)
 
 
 def read_series(path: Path, host: str | None = None) -> Series:

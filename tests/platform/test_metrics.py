@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from smmpi.platform.metrics import SeriesFile, last_of, read_series
+from smmpi.platform.metrics import SeriesFile, final_list, last_of, read_series
 from smmpi.platform.run_metrics import RunMetrics
 
 DEFINITIONS = [
@@ -39,6 +39,20 @@ def test_each_regexs_first_group_is_a_value_when_it_is_a_finite_number(tmp_path:
     assert series.hosts == {"loss": ["algo-1", "algo-2"], "bare": [], "lr": ["algo-1", "algo-2"]}
     first = json.loads((tmp_path / "s.jsonl").read_text().splitlines()[0])
     assert first == {"t": 100.0, "h": "algo-1", "m": {"loss": "0.5", "lr": "1e-3"}}  # as logged
+
+
+def test_last_values_keep_the_definitions_order_whichever_line_comes_first(
+    tmp_path: Path,
+) -> None:
+    """Two ranks' lines arrive in either order: the final list (and `smmpi status`) does not."""
+    series = SeriesFile(DEFINITIONS, tmp_path / "s.jsonl")
+    series.add("algo-2", "lr: 0.1", 1.0)
+    series.add("algo-1", "loss=0.5", 2.0)
+    series.flush()
+    assert final_list(dict(series.last)) == [
+        {"MetricName": "loss", "Value": 0.5, "Timestamp": 2.0},
+        {"MetricName": "lr", "Value": 0.1, "Timestamp": 1.0},
+    ]
 
 
 def test_queued_lines_are_written_within_the_flush_delay_without_a_flush(tmp_path: Path) -> None:
