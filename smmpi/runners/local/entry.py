@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import io
+import posixpath
 import tarfile
 
 from smmpi.catalog import check_container_entry
@@ -23,7 +24,7 @@ FIELD = "HyperParameters.sagemaker_program"
 def _has_setup(source: bytes) -> bool:
     try:
         with tarfile.open(fileobj=io.BytesIO(source)) as tar:
-            return any(name.lstrip("./") == "setup.py" for name in tar.getnames())
+            return any(posixpath.normpath(name) == "setup.py" for name in tar.getnames())
     except (tarfile.TarError, OSError, EOFError):
         return False  # the code's own check (extract) says what is wrong with it
 
