@@ -106,7 +106,7 @@ def read_ends(folder: Path) -> dict[int, RankEnd]:
             rank,
             _int(r.get("code")),
             _int(r.get("signal")),
-            float(r.get("time") or 0),
+            _time(r),
             r.get("eth0_route") is not False,
         )
         for rank, r in _rows(folder, "exit").items()
@@ -121,13 +121,13 @@ def read_exceptions(folder: Path) -> dict[int, RankException]:
     for suffix in ("exc", "status"):  # the abort-code record, where it names one, wins
         for rank, r in _rows(folder, suffix).items():
             if isinstance(r.get("text"), str):
-                found[rank] = RankException(rank, r["text"], float(r.get("time") or 0))
+                found[rank] = RankException(rank, r["text"], _time(r))
     return found
 
 
 def read_aborts(folder: Path) -> dict[int, RankAbort]:
     return {
-        rank: RankAbort(rank, _int(r.get("code")) or 0, float(r.get("time") or 0))
+        rank: RankAbort(rank, _int(r.get("code")) or 0, _time(r))
         for rank, r in _rows(folder, "abort").items()
     }
 
@@ -135,7 +135,7 @@ def read_aborts(folder: Path) -> dict[int, RankAbort]:
 def read_statuses(folder: Path) -> dict[int, RankAbort]:
     """The code ``python -m mpi4py`` set to abort with at exit (``sys.exit(N)``: N)."""
     return {
-        rank: RankAbort(rank, _int(r.get("code")) or 1, float(r.get("time") or 0))
+        rank: RankAbort(rank, _int(r.get("code")) or 1, _time(r))
         for rank, r in _rows(folder, "status").items()
     }
 

@@ -25,7 +25,9 @@
   or signal, and when) in ``$SMMPI_STACK_DIR`` when it ends; and ends the same
   way, so mpirun sees what it would have seen. Signals mpirun sends reach the
   rank through the process group they share; a signal sent to this process
-  alone is passed on. It imports only built-in modules: one starts per rank.
+  alone is passed on only to a rank that left that group (no signal says
+  whether it came to the group or to one process, and a rank in the group has
+  had it already). It imports only built-in modules: one starts per rank.
 
 Both exit as COMMAND did: the same code, or the same signal.
 """
