@@ -28,7 +28,8 @@ def line(message: str, when: float | None = None) -> str:
     """``message`` as the toolkit's logger prints it at ``when`` (now by default)."""
     moment = time.time() if when is None else when
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(moment))
-    return f"{stamp},{int(moment * 1000) % 1000:03d} {LOGGER:<12} {'INFO':<8} {message}"
+    msecs = int((moment - int(moment)) * 1000)  # as logging takes them (1700000935.166: 165)
+    return f"{stamp},{msecs:03d} {LOGGER:<12} {'INFO':<8} {message}"
 
 
 def starting() -> list[str]:

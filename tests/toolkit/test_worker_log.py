@@ -23,7 +23,7 @@ def _logged(message: str, when: float) -> str:
 
 
 def test_a_line_is_what_the_toolkits_logger_prints() -> None:
-    for when in (0.0, 1_700_000_000.25, 1_234_567_890.5, 1_767_225_599.875):
+    for when in (0.0, 1_700_000_000.25, 1_234_567_890.5, 1_767_225_599.875, 1_700_000_935.166):
         assert worker_log.line("Orted process exited", when) == _logged(
             "Orted process exited", when
         )
