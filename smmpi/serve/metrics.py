@@ -105,8 +105,11 @@ class JobMetrics:
         if job is not None:
             job.file.flush()
             last = dict(job.file.last)
-        else:
-            last = last_of(self.series(name))
+        else:  # in the definitions' order, which the index's metrics keep
+            found = last_of(self.series(name))
+            hosts = (self.index(name) or {}).get("hosts")
+            order = [m for m in hosts if m in found] if isinstance(hosts, dict) else []
+            last = {m: found[m] for m in [*order, *(m for m in found if m not in order)]}
         return final_list(last) if last else None
 
     def close(self, name: str) -> None:

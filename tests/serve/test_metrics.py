@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from smmpi.serve.metrics import JobMetrics
 from tests.helpers import BIN, base_env
 from tests.serve.serving import (
     REGION,
@@ -81,6 +82,21 @@ def test_final_metric_data_list_is_each_metrics_last_value(
     shown = subprocess.run([*smmpi, "--json"], env=serve.env, capture_output=True, text=True)
     metrics = json.loads(shown.stdout)["final_metrics"]
     assert metrics == {"train:loss": 0.3333, "test:accuracy": 0.75}
+
+
+def test_a_final_list_read_back_from_disk_keeps_the_definitions_order(tmp_path: Path) -> None:
+    """Lines in another order than the definitions': the running job's list and the one a
+    restarted serve reads from disk both follow the definitions."""
+    request = {"AlgorithmSpecification": {"MetricDefinitions": DEFINITIONS}}
+    metrics = JobMetrics(tmp_path)
+    metrics.open("job", request, "us-west-2")
+    metrics.feed("job", "algo-1", "accuracy: 0.75 of the test set", 1.0)
+    metrics.feed("job", "algo-2", "epoch done: train_loss=0.5", 2.0)
+    running = metrics.final("job")
+    metrics.close("job")
+    again = JobMetrics(tmp_path).final("job")
+    assert running == again
+    assert [m["MetricName"] for m in again or []] == ["train:loss", "test:accuracy"]
 
 
 def test_smmpi_metrics_reads_a_served_jobs_series_through_cloudwatch(
