@@ -170,6 +170,22 @@ def s3_state(moto: MotoServer) -> dict[str, list[str]]:
     }
 
 
+def tar_gz(files: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
+    """A .tar.gz of ``files`` (name -> bytes) and symbolic ``links`` (name -> target), built by
+    hand: a code package as a client (or an attacker) may send it."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in (links or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+    return raw.getvalue()
+
+
 def tar_members(moto: MotoServer, bucket: str, key: str) -> list[str]:
     body = moto.boto3_client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
     with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:

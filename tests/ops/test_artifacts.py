@@ -11,20 +11,10 @@ import pytest
 
 from smmpi import archives
 from smmpi.errors import SmmpiError
-from tests.helpers import MotoServer, smmpi
+from tests.helpers import MotoServer, smmpi, tar_gz
 from tests.ops.jobs import BUCKET, JOB, cli_env, create_job, run
 
 pytestmark = pytest.mark.aws
-
-
-def _tar_gz(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 def test_fetch_downloads_and_extracts_both_archives(
@@ -37,12 +27,12 @@ def test_fetch_downloads_and_extracts_both_archives(
     s3.put_object(
         Bucket=BUCKET,
         Key=f"{prefix}/model.tar.gz",
-        Body=_tar_gz({"weights.npy": b"w" * 10, "sub/config.json": b"{}"}),
+        Body=tar_gz({"weights.npy": b"w" * 10, "sub/config.json": b"{}"}),
     )
     s3.put_object(
         Bucket=BUCKET,
         Key=f"{prefix}/output.tar.gz",
-        Body=_tar_gz({"data/rank-0.txt": b"rank 0 done\n"}),
+        Body=tar_gz({"data/rank-0.txt": b"rank 0 done\n"}),
     )
     dest = tmp_path / "artifacts"
     done = run(["fetch", JOB, "--to", str(dest)], cli_env(env, moto_server))
@@ -64,7 +54,7 @@ def test_fetch_default_dir_and_a_missing_archive(
     s3 = moto_server.boto3_client("s3")
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
     s3.put_object(
-        Bucket=BUCKET, Key=f"jobs/{JOB}/output/output.tar.gz", Body=_tar_gz({"log.txt": b"x"})
+        Bucket=BUCKET, Key=f"jobs/{JOB}/output/output.tar.gz", Body=tar_gz({"log.txt": b"x"})
     )
     done = smmpi(["fetch", JOB], cli_env(env, moto_server), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -90,7 +80,7 @@ def test_fetch_with_nothing_to_fetch_fails(
 
 def test_fetch_refuses_archive_members_outside_the_directory(tmp_path: Path) -> None:
     archive = tmp_path / "model.tar.gz"
-    archive.write_bytes(_tar_gz({"../escaped.txt": b"x"}))
+    archive.write_bytes(tar_gz({"../escaped.txt": b"x"}))
     with pytest.raises(SmmpiError, match=r"refusing unsafe member '\.\./escaped\.txt'"):
         archives.extract(archive, tmp_path / "model")
     assert not (tmp_path / "escaped.txt").exists()

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import BIN, DEMO_FILES, ROOT
+from tests.helpers import BIN, DEMO_FILES, ROOT, tar_gz
 
 REGION = "us-west-2"
 ROLE = "arn:aws:iam::123456789012:role/serve-tests"
@@ -96,13 +96,7 @@ def demo_source() -> bytes:
 
 
 def script_source(text: str, name: str = "train.py") -> bytes:
-    buf = io.BytesIO()
-    data = text.encode()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        info = tarfile.TarInfo(name)
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    return tar_gz({name: text.encode()})
 
 
 _TEMPLATE_NAME, _TEMPLATE_BUCKET = "smmpi-template-job", "smmpi-template-bucket"

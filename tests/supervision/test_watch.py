@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from smmpi.runners.local.hostfiles import WATCH
@@ -57,6 +58,25 @@ def _kill(pid: int) -> None:
     """End a rank its watcher left (its parent is then another process: init's to reap)."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def _running(tmp_path: Path, rank: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """A watcher and its rank, which prints its pid first; both gone at the end, however the
+    test ends."""
+    proc = subprocess.Popen(
+        _watcher(tmp_path, rank), env=_env(tmp_path), stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    child = 0
+    try:
+        child = int(proc.stdout.readline())
+        yield proc, child
+    finally:
+        proc.kill()
+        proc.wait()
+        if child:
+            _kill(child)
 
 
 def test_the_rank_gets_its_hosts_variables_and_its_exit_code_is_recorded(tmp_path: Path) -> None:
@@ -120,21 +140,10 @@ def test_a_signal_to_the_watcher_reaches_a_rank_in_a_process_group_of_its_own(
         "print(os.getpid(), flush=True)\n"
         "time.sleep(120)\n"
     )
-    proc = subprocess.Popen(
-        _watcher(tmp_path, rank), env=_env(tmp_path), stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    child = 0
-    try:
-        child = int(proc.stdout.readline())
+    with _running(tmp_path, rank) as (proc, _):
         os.kill(proc.pid, signal.SIGUSR2)
         assert proc.wait(timeout=60) == 7
         assert _record(tmp_path)["code"] == 7
-    finally:
-        proc.kill()
-        proc.wait()
-        if child:
-            _kill(child)
 
 
 def test_the_rank_sees_its_watcher_die_through_the_pipe_it_holds(tmp_path: Path) -> None:
@@ -146,23 +155,13 @@ def test_the_rank_sees_its_watcher_die_through_the_pipe_it_holds(tmp_path: Path)
         "os.read(fd, 1)\n"  # returns at end of file: no process holds the write end
         "print('launcher gone', flush=True)\n"
     )
-    proc = subprocess.Popen(
-        _watcher(tmp_path, rank), env=_env(tmp_path), stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    child = 0
-    try:
-        child = int(proc.stdout.readline())
+    with _running(tmp_path, rank) as (proc, child):
+        assert proc.stdout is not None
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(timeout=60) == -signal.SIGKILL
         assert proc.stdout.readline() == "launcher gone\n"
         assert _gone(child)
         assert not (tmp_path / f"rank-{RANK}.exit").exists()  # its watcher could not say
-    finally:
-        proc.kill()
-        proc.wait()
-        if child:
-            _kill(child)
 
 
 def test_wrong_arguments_get_the_usage() -> None:

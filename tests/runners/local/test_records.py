@@ -135,24 +135,21 @@ def test_sigterm_before_the_job_is_named_ends_in_interrupted_and_restores_handle
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+@pytest.mark.parametrize(
+    ("status", "said", "kept"),
+    [("InProgress", "nothing of it was kept", False), ("Stopped", "had ended: Stopped", True)],
+)
 def test_an_interrupt_removes_a_job_that_never_ran_and_keeps_one_that_ended(
-    local_env: dict[str, str],
+    local_env: dict[str, str], status: str, said: str, kept: bool
 ) -> None:
-    never_ran = create_folder("smmpi-never-ran")
-    write_record(never_ran, {"TrainingJobStatus": "InProgress"})
-    with pytest.raises(Interrupted, match="nothing of it was kept"):
+    folder = create_folder("smmpi-interrupted")
+    write_record(folder, {"TrainingJobStatus": status})
+    with pytest.raises(Interrupted, match=said):
         with interruptible() as stops:
-            stops.name = "smmpi-never-ran"
+            stops.name = "smmpi-interrupted"
             raise KeyboardInterrupt
-    assert not never_ran.exists()
-
-    ended = create_folder("smmpi-ended")
-    write_record(ended, {"TrainingJobStatus": "Stopped"})
-    with pytest.raises(Interrupted, match="smmpi-ended had ended: Stopped"):
-        with interruptible() as stops:
-            stops.name = "smmpi-ended"
-            raise KeyboardInterrupt
-    assert (ended / "describe.json").is_file()
+    assert (folder / "describe.json").is_file() == kept
+    assert folder.exists() == kept
 
 
 def test_an_interrupt_the_sdk_swallowed_still_ends_the_command() -> None:

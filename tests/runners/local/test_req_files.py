@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -18,21 +16,7 @@ from smmpi.runners.local.req_files import (
     requirement_lines,
     shown,
 )
-
-
-def _archive(files: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
-    """A code archive (.tar.gz) of ``files`` and symbolic ``links`` (name -> target)."""
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-        for name, target in (links or {}).items():
-            info = tarfile.TarInfo(name)
-            info.type, info.linkname = tarfile.SYMTYPE, target
-            tar.addfile(info)
-    return raw.getvalue()
+from tests.helpers import tar_gz
 
 
 def test_the_lines_are_pips_logical_lines_comments_and_continuations_handled() -> None:
@@ -44,7 +28,7 @@ def test_the_lines_are_pips_logical_lines_comments_and_continuations_handled() -
         "  >=2.1\n"
         "pkg @ https://example.com/pkg.zip#egg=pkg\n"
     )
-    source = _archive({"requirements.txt": text.encode(), "train.py": b""})
+    source = tar_gz({"requirements.txt": text.encode(), "train.py": b""})
     assert requirement_lines(source, install=False) == [
         "numpy==1.26.4",
         "torch   >=2.1",
@@ -53,7 +37,7 @@ def test_the_lines_are_pips_logical_lines_comments_and_continuations_handled() -
 
 
 def test_a_code_without_requirements_txt_at_its_top_has_none() -> None:
-    assert requirement_lines(_archive({"sub/requirements.txt": b"numpy\n"}), True) is None
+    assert requirement_lines(tar_gz({"sub/requirements.txt": b"numpy\n"}), True) is None
 
 
 def test_each_form_of_a_nested_file_option_is_found() -> None:
@@ -66,20 +50,20 @@ def test_each_form_of_a_nested_file_option_is_found() -> None:
 
 
 def test_a_requirements_file_over_the_cap_is_refused_naming_it() -> None:
-    source = _archive({"requirements.txt": b"#" * (MAX_BYTES + 1)})
+    source = tar_gz({"requirements.txt": b"#" * (MAX_BYTES + 1)})
     with pytest.raises(FileRefused, match="over the 16 MiB limit") as err:
         requirement_lines(source, install=False)
     assert err.value.value == "requirements.txt" and err.value.exit_code == 2
 
 
 def test_a_binary_requirements_file_is_refused_naming_the_byte_and_its_offset() -> None:
-    source = _archive({"requirements.txt": b"numpy\n\xff\xfe"})
+    source = tar_gz({"requirements.txt": b"numpy\n\xff\xfe"})
     with pytest.raises(BadInput, match=r"byte 0xff at offset 6 is not UTF-8"):
         requirement_lines(source, install=False)
 
 
 def test_nested_files_are_checked_only_when_the_requirements_are_installed() -> None:
-    source = _archive({"requirements.txt": b"-r missing.txt\n"})
+    source = tar_gz({"requirements.txt": b"-r missing.txt\n"})
     assert requirement_lines(source, install=False) == ["-r missing.txt"]
     with pytest.raises(FileRefused, match="no such file in the code dir") as err:
         requirement_lines(source, install=True)
@@ -89,7 +73,7 @@ def test_nested_files_are_checked_only_when_the_requirements_are_installed() -> 
 
 def test_nested_names_resolve_beside_the_file_that_names_them_and_cycles_end() -> None:
     """``-r b.txt`` in ``sub/a.txt`` is ``sub/b.txt``; ``/opt/ml/code/NAME`` is the code dir's."""
-    source = _archive(
+    source = tar_gz(
         {
             "requirements.txt": b"-r sub/a.txt\n-c /opt/ml/code/pins.txt\n-r https://x/y.txt\n",
             "sub/a.txt": b"-r b.txt\n",
@@ -102,39 +86,39 @@ def test_nested_names_resolve_beside_the_file_that_names_them_and_cycles_end() -
         "-c /opt/ml/code/pins.txt",
         "-r https://x/y.txt",
     ]
-    broken = _archive({"requirements.txt": b"-r sub/a.txt\n", "sub/a.txt": b"-r c.txt\n"})
+    broken = tar_gz({"requirements.txt": b"-r sub/a.txt\n", "sub/a.txt": b"-r c.txt\n"})
     with pytest.raises(FileRefused) as err:
         requirement_lines(broken, install=True)
     assert (err.value.field, err.value.value) == ("-r in sub/a.txt", "c.txt")
 
 
 def test_a_nested_name_outside_the_code_dir_is_refused() -> None:
-    source = _archive({"requirements.txt": b"-r ../../etc/passwd\n"})
+    source = tar_gz({"requirements.txt": b"-r ../../etc/passwd\n"})
     with pytest.raises(FileRefused, match="outside the code dir"):
         requirement_lines(source, install=True)
 
 
 @pytest.mark.parametrize("target", ["/etc/passwd", "../outside.txt"])
 def test_a_link_out_of_the_code_dir_is_refused(target: str) -> None:
-    source = _archive({"train.py": b""}, links={"requirements.txt": target})
+    source = tar_gz({"train.py": b""}, links={"requirements.txt": target})
     with pytest.raises(FileRefused, match="a link out of the code dir"):
         requirement_lines(source, install=False)
 
 
 def test_a_link_inside_the_code_dir_is_followed() -> None:
-    source = _archive({"deps/all.txt": b"numpy\n"}, links={"requirements.txt": "deps/all.txt"})
+    source = tar_gz({"deps/all.txt": b"numpy\n"}, links={"requirements.txt": "deps/all.txt"})
     assert requirement_lines(source, install=False) == ["numpy"]
 
 
 def test_a_file_of_this_machine_is_read_but_a_device_or_fifo_is_refused(tmp_path: Path) -> None:
     pins = tmp_path / "pins.txt"
     pins.write_text("numpy<2\n")
-    ok = _archive({"requirements.txt": f"-c {pins}\nnumpy\n".encode()})
+    ok = tar_gz({"requirements.txt": f"-c {pins}\nnumpy\n".encode()})
     assert requirement_lines(ok, install=True) == [f"-c {pins}", "numpy"]
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     for special in ("/dev/zero", str(fifo)):
-        source = _archive({"requirements.txt": f"-r {special}\n".encode()})
+        source = tar_gz({"requirements.txt": f"-r {special}\n".encode()})
         with pytest.raises(FileRefused, match="a regular file smmpi can use") as err:
             requirement_lines(source, install=True)
         assert err.value.value == special
