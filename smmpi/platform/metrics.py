@@ -32,6 +32,7 @@ MAX_FILE = 64 << 20  # the most bytes of a job's series read back
 SERIES = "metrics.jsonl"  # a local job's series file, in its folder
 
 Series = dict[str, list[tuple[float, float]]]  # metric -> [(epoch seconds, value)]
+Last = dict[str, tuple[float, float]]  # metric -> its last (value, epoch seconds)
 
 
 def definitions(request: Any) -> list[dict[str, Any]]:
@@ -164,8 +165,7 @@ class SeriesFile:
         return records
 
     def _in_definition_order(self) -> None:
-        order = [m for m, _, _ in self.patterns if m in self.last]
-        ordered = {m: self.last[m] for m in order}
+        ordered = in_order(self.last, [m for m, _, _ in self.patterns])
         self.last.clear()
         self.last.update(ordered)
 
@@ -204,7 +204,13 @@ def final_list(last: dict[str, tuple[float, float]]) -> list[dict[str, Any]]:
     ]
 
 
-def last_of(series: Series) -> dict[str, tuple[float, float]]:
+def in_order(last: Last, names: Sequence[str]) -> Last:
+    """``last`` in the order of ``names`` (the definitions'), then any metric they lack."""
+    order = [*(n for n in names if n in last), *(m for m in last if m not in names)]
+    return {m: last[m] for m in order}
+
+
+def last_of(series: Series) -> Last:
     """Each metric's last (value, epoch seconds) in ``series``."""
     return {m: (points[-1][1], points[-1][0]) for m, points in series.items() if points}
 

@@ -22,6 +22,7 @@ from smmpi.platform.metrics import (
     definitions,
     final_list,
     first_bad_regex,
+    in_order,
     last_of,
     read_series,
 )
@@ -106,10 +107,9 @@ class JobMetrics:
             job.file.flush()
             last = dict(job.file.last)
         else:  # in the definitions' order, which the index's metrics keep
-            found = last_of(self.series(name))
             hosts = (self.index(name) or {}).get("hosts")
-            order = [m for m in hosts if m in found] if isinstance(hosts, dict) else []
-            last = {m: found[m] for m in [*order, *(m for m in found if m not in order)]}
+            names = list(hosts) if isinstance(hosts, dict) else []
+            last = in_order(last_of(self.series(name)), names)
         return final_list(last) if last else None
 
     def close(self, name: str) -> None:
