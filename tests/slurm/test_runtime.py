@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from smmpi.runners.slurm.script import SRUN_MPI_SETTINGS
 from tests.helpers import ROOT, base_env, smmpi
 from tests.slurm.cluster_helpers import BIN, MPIRUN, Cluster
 
@@ -94,8 +95,7 @@ def _probe(cluster: Cluster, name: str) -> tuple[Path, dict[str, str]]:
 @pytest.mark.machine
 def test_srun_pmix_tasks_see_their_node_and_local_rank(cluster: Cluster) -> None:
     work, env = _probe(cluster, "runtime-srun")
-    # as smmpi's batch script starts srun's ranks (docs/SLURM.md: no fence at MPI_Init)
-    env.update(OMPI_MCA_pmix_base_async_modex="1", OMPI_MCA_pmix_base_collect_data="0")
+    env.update(SRUN_MPI_SETTINGS)  # as smmpi's batch script starts srun's ranks
     shape = ["--nodes=3", "--ntasks-per-node=2", "--mpi=pmix"]
     done = cluster.command("srun", *shape, "python", "probe.py", cwd=work, env=env)
     assert done.returncode == 0, done.stderr

