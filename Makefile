@@ -117,8 +117,9 @@ venvs:
 # 1. side by side: the tests that may run beside others, in 4 workers (most of their time is
 #    waiting: the toolkit's 30 s sleeps, servers, timeouts);
 # 2. beside pass 1, in a session of its own: the local runner's tests again in the fallback
-#    mode (processes), the one machines without namespaces get; its output is shown after
-#    pass 1's (each session tells its own runs' processes and namespaces from the other's);
+#    mode (processes), the one machines without namespaces get, but for the tests that pick
+#    their mode themselves (marked own_mode: pass 1 ran them as they are); its output is shown
+#    after pass 1's (each session tells its own runs' processes and namespaces from the other's);
 # 3. one at a time, after both: the tests that time themselves or take the whole machine.
 # `make test-fallback` runs the whole suite in processes mode (about 9 minutes here).
 FALLBACK_TESTS = tests/runners/local tests/platform tests/supervision \
@@ -132,7 +133,7 @@ FALLBACK_LOG = .pytest_cache/pass2.log
 pytest: sshd $(VENVS)
 	@mkdir -p .pytest_cache; echo "pass 2 (processes mode) runs beside pass 1; its output is shown after pass 1's"
 	( $(PYTEST_ENV) SMMPI_ISOLATION=processes $(BIN)/pytest -q -n 2 -p no:cacheprovider \
-		$(FALLBACK_TESTS) > $(FALLBACK_LOG) 2>&1; echo $$? >> $(FALLBACK_LOG) ) & \
+		-m "not own_mode" $(FALLBACK_TESTS) > $(FALLBACK_LOG) 2>&1; echo $$? >> $(FALLBACK_LOG) ) & \
 	$(PYTEST_ENV) $(BIN)/pytest -q -n 4 --dist loadgroup -m "side_by_side and not machine" \
 		--durations=15; one=$$?; wait; \
 	echo "=== pass 2: processes mode ==="; cat $(FALLBACK_LOG); \
@@ -146,11 +147,13 @@ test-fallback: $(VENV)/.installed-dev $(TOOLKIT_VENV)/.installed $(TOOLKIT_TF)/.
 	PATH="$(CURDIR)/$(BIN):$$PATH" SMMPI_ISOLATION=processes \
 		SMMPI_TEST_SDK3_PYTHON="$(abspath $(SDK3_VENV))/bin/python" $(BIN)/pytest -q -p no:cacheprovider
 
-# The environments first (side by side), then the fast tier, then lint beside the suite.
+# The environments the fast tier needs first (side by side), then the fast tier and lint
+# while the other environments build (pip mostly waits on downloads), then the suite.
+CHECK_VENVS = $(VENV)/.installed-dev $(SDK3_VENV)/.installed-$(SDK3_VERSION)
 test:
-	$(MAKE) --no-print-directory venvs
-	$(MAKE) --no-print-directory check
-	$(MAKE) --no-print-directory -j2 lint pytest
+	$(MAKE) --no-print-directory -j2 $(CHECK_VENVS)
+	$(MAKE) --no-print-directory -j4 -Otarget check lint $(filter-out $(CHECK_VENVS),$(VENVS))
+	$(MAKE) --no-print-directory pytest
 
 bench: $(VENV)/.installed-dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run_all.py

@@ -65,6 +65,7 @@ def test_too_few_gpus_are_seen_by_every_instance_and_said() -> None:
     assert share_gpus(["0"], 4, 0) == GpuShare(None, None)  # a CPU instance type: nothing said
 
 
+@pytest.mark.own_mode
 @pytest.mark.parametrize("mode", ["hosts", "processes"])
 def test_shell_settings_no_ssh_and_gpus_in_a_two_instance_run(
     mode: str, run_env: dict[str, str], tmp_path: Path
@@ -112,6 +113,7 @@ def test_a_cpu_instance_type_sees_none_of_the_machines_gpus() -> None:
     assert hide_gpus([], 2, "ml.c5.xlarge") == GpuShare(None, None)  # no GPU here: nothing said
 
 
+@pytest.mark.own_mode
 @pytest.mark.parametrize("mode", ["hosts", "processes"])
 def test_a_cpu_instance_type_run_hides_the_gpus_from_its_ranks(
     mode: str, run_env: dict[str, str], tmp_path: Path

@@ -19,6 +19,20 @@ from setuptools import setup
 
 setup(name="trainpkg", version="1.0", py_modules=["train"])
 """
+#: The package's module: each rank prints the name it was imported as (``train`` once installed)
+TRAIN_MODULE = """\
+from mpi4py import MPI
+print("MOD", __spec__.name if __spec__ else None, MPI.COMM_WORLD.Get_rank())
+"""
+
+
+def package_source(folder: Path) -> Path:
+    """A --source-dir with a setup.py that installs its one module, ``train``."""
+    src = folder / "src"
+    src.mkdir()
+    (src / "train.py").write_text(TRAIN_MODULE, encoding="utf-8")
+    (src / "setup.py").write_text(SETUP_PY, encoding="utf-8")
+    return src
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ def _demo(name: str, instances: int = 1, ppn: int = 2) -> tuple[dict[str, Any], 
     return request, pack(program.files(), "ENTRY")
 
 
+@pytest.mark.own_mode
 def test_an_interrupt_before_the_ranks_start_leaves_no_folder(local_env: dict[str, str]) -> None:
     """The job's first record goes to ``on_start``; stopped there, nothing of it is kept."""
     request, source = _demo("smmpi-job-stopped")
@@ -48,6 +49,7 @@ def test_an_interrupt_before_the_ranks_start_leaves_no_folder(local_env: dict[st
     assert not folder.exists()
 
 
+@pytest.mark.own_mode
 def test_a_name_in_use_is_refused_and_its_folder_left_alone(local_env: dict[str, str]) -> None:
     request, source = _demo("smmpi-job-taken")
     taken = Path(local_env["SMMPI_LOCAL_JOBS"]) / "smmpi-job-taken"
@@ -60,6 +62,7 @@ def test_a_name_in_use_is_refused_and_its_folder_left_alone(local_env: dict[str,
     assert sorted(p.name for p in taken.iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.own_mode
 def test_a_completed_job_is_recorded_packed_and_the_oldest_pruned(
     local_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

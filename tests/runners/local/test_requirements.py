@@ -200,6 +200,7 @@ def silent_index() -> Iterator[tuple[str, list[socket.socket]]]:
             conn.close()
 
 
+@pytest.mark.own_mode
 @pytest.mark.parametrize("isolation", ["hosts", "processes"])
 def test_an_index_that_never_answers_ends_at_the_timeout(
     local_env: dict[str, str],

@@ -78,6 +78,7 @@ def test_run_without_a_region_shows_the_submit_fallback(
     assert "REGION 'us-east-1'" in done.stdout
 
 
+@pytest.mark.own_mode
 @pytest.mark.parametrize("mode", ["processes", "hosts"])
 def test_no_locale_of_smmpis_own_reaches_the_ranks(
     mode: str, tmp_path: Path, env: dict[str, str]
@@ -97,6 +98,7 @@ def test_no_locale_of_smmpis_own_reaches_the_ranks(
         assert seen["LC_ALL"] == seen["LANG"] == "C.UTF-8"
 
 
+@pytest.mark.own_mode
 def test_efa_variables_reach_the_ranks_as_the_toolkit_gives_them(
     tmp_path: Path, env: dict[str, str]
 ) -> None:

@@ -50,6 +50,7 @@ def test_seed_entry_points(
         assert "received [0 1 2] from rank 0" in text
 
 
+@pytest.mark.own_mode
 def test_entry_points_run_with_plain_mpirun(env: dict[str, str], tmp_path: Path) -> None:
     """The packaged programs are standalone: plain mpirun runs them outside any SageMaker env."""
     from smmpi.catalog import entry_points_dir
@@ -81,6 +82,7 @@ def test_entry_point_too_small_world(run_env: dict[str, str]) -> None:
     assert "world size 1 is not supported (needs >= 2)" in r.stderr
 
 
+@pytest.mark.own_mode
 def test_hosts_ranks_and_sagemaker_env(run_env: dict[str, str], tmp_path: Path) -> None:
     script = write(
         tmp_path / "where.py",

@@ -1,5 +1,6 @@
-"""A setup.py in --source-dir installs in the environment `make demo` builds, as the container's
-``pip install .`` does: a fresh venv (``python -m venv``) with ``pip install -e '.[aws]'``."""
+"""A setup.py in --source-dir installs where the container's ``pip install .`` does: in algo-1,
+without this shell's credentials, into the job's site-packages. (That it installs in the venv
+`make demo` builds from a fresh clone is tests/test_setup.py's, which builds that venv anyway.)"""
 
 from __future__ import annotations
 
@@ -17,21 +18,8 @@ import pytest
 from smmpi.errors import SmmpiError
 from smmpi.runners.local.installs import Place
 from smmpi.runners.local.requirements import install_package
-from tests.helpers import ROOT, smmpi
-from tests.oracle import matrix
-
-TRAIN = """\
-from mpi4py import MPI
-print("MOD", __spec__.name if __spec__ else None, MPI.COMM_WORLD.Get_rank())
-"""
-
-
-def _source(tmp_path: Path) -> Path:
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "train.py").write_text(TRAIN, encoding="utf-8")
-    (src / "setup.py").write_text(matrix.SETUP_PY, encoding="utf-8")
-    return src
+from tests.helpers import smmpi
+from tests.oracle.matrix import TRAIN_MODULE, package_source
 
 
 def _algo_1(tmp_path: Path, src: Path) -> Place:
@@ -59,42 +47,16 @@ def test_a_bare_venvs_setuptools_failure_is_named(tmp_path: Path) -> None:
     jobs = tmp_path / "job"
     jobs.mkdir()
     if tuple(int(p) for p in old.split(".")[:2]) >= (70, 1):  # a newer Python's own bundle
-        assert install_package(_algo_1(tmp_path, _source(tmp_path)), jobs, print, str(python))
+        assert install_package(
+            _algo_1(tmp_path, package_source(tmp_path)), jobs, print, str(python)
+        )
         return
     with pytest.raises(SmmpiError) as err:
-        install_package(_algo_1(tmp_path, _source(tmp_path)), jobs, print, str(python))
+        install_package(_algo_1(tmp_path, package_source(tmp_path)), jobs, print, str(python))
     assert (
         str(err.value)
         == "installing the code's setup.py failed: error: invalid command 'bdist_wheel'"
     )
-
-
-# a venv (up to 300 s), its pip install (900 s) and a run (300 s): with other suites on the
-# machine (load 15-30) the suite-wide 300 s ended it during the pip install
-@pytest.mark.timeout(1500)
-def test_setup_py_installs_in_the_venv_make_demo_builds(
-    tmp_path: Path, env: dict[str, str]
-) -> None:
-    python = _venv(tmp_path / "demo")
-    pip = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[aws]"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert pip.returncode == 0, pip.stderr
-    src = _source(tmp_path)
-    jobs = tmp_path / "jobs"
-    run_env = {**env, "SMMPI_LOCAL_JOBS": str(jobs), "PATH": f"{python.parent}:{env['PATH']}"}
-    args = [str(python.parent / "smmpi"), "submit", str(src / "train.py"), "--source-dir", str(src)]
-    args += ["-N", "2", "-n", "1", "--framework", "pytorch", "--local", "--job-name", "pkg"]
-    done = subprocess.run(args, env=run_env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert sorted(ln.split(">:", 1)[1] for ln in done.stdout.splitlines() if "MOD" in ln) == [
-        "MOD train 0",
-        "MOD train 1",
-    ]
-    assert (jobs / "pkg" / "site-packages" / "trainpkg-1.0.dist-info").is_dir()
 
 
 def test_a_local_runs_error_is_one_line_without_the_sdks_link(
@@ -127,6 +89,7 @@ setup(name="trainpkg", version="1.0", py_modules=["train", "buildinfo"])
 """
 
 
+@pytest.mark.own_mode
 @pytest.mark.parametrize("isolation", ["hosts", "processes"])
 def test_setup_py_runs_in_algo_1_without_credentials(
     tmp_path: Path, env: dict[str, str], isolation: str
@@ -137,7 +100,7 @@ def test_setup_py_runs_in_algo_1_without_credentials(
     token = f"smmpi-setup-py-{os.getpid()}-{isolation}"
     src = tmp_path / "src"
     src.mkdir()
-    (src / "train.py").write_text(TRAIN, encoding="utf-8")
+    (src / "train.py").write_text(TRAIN_MODULE, encoding="utf-8")
     (src / "setup.py").write_text(RECORDING_SETUP_PY.format(token=token), encoding="utf-8")
     jobs = tmp_path / "jobs"
     secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYSETUPPYKEY"

@@ -29,6 +29,7 @@ def _run(keep: bool, lines: list[str], out: io.StringIO) -> LocalJob:
     return run(request, pack(program.files(), "ENTRY"), chosen)
 
 
+@pytest.mark.own_mode
 def test_a_throwaway_run_leaves_no_folder_and_no_local_job(
     local_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -48,6 +49,7 @@ def test_a_throwaway_run_leaves_no_folder_and_no_local_job(
     ]
 
 
+@pytest.mark.own_mode
 def test_a_kept_throwaway_run_says_where_its_host_trees_are(local_env: dict[str, str]) -> None:
     lines: list[str] = []
     job = _run(True, lines, io.StringIO())
@@ -71,6 +73,7 @@ def test_a_failed_runs_last_line_names_the_rank_with_the_hint(tmp_path: Path) ->
     assert last[0].startswith("smmpi: rank 1 (algo-2) ")
 
 
+@pytest.mark.own_mode
 def test_a_throwaway_runs_room_is_checked_once_before_any_work(
     local_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
