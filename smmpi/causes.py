@@ -142,10 +142,18 @@ CAUSES: tuple[Cause, ...] = (
         ranked=False,
     ),
     Cause(
+        "too-many-ranks",
+        "the container's -np (sagemaker_mpi_num_processes) is more than its --host list's slots",
+        "the job asks for {world} ranks ({field}) on {instances} x {ppn} = {slots} slots: the "
+        "container's mpirun refuses to start them (Open MPI: not enough slots); ask for "
+        "{slots} or fewer, or more instances or processes per host",
+        log='Open MPI\'s "There are not enough slots available in the system"',
+        ranked=False,
+    ),
+    Cause(
         "world",
         "the ranks' world is not the job's N x n (mpirun options that change it)",
-        "the job asked for {instances} x {ppn} = {world} ranks, but the container started "
-        "{started} ({on}){why}",
+        "the job asked for {asked}, but the container started {started} ({on}){why}",
         sagemaker="none on SageMaker: the job runs with the world it got; smmpi's runs fail",
         log="the ranks' own output (their world size)",
         ranked=False,

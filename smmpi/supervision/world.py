@@ -12,6 +12,8 @@ from smmpi.causes import say
 from smmpi.mpi_output import printable
 from smmpi.supervision.exits import Ends
 from smmpi.supervision.result import EXIT_FAILED, EXIT_OK, Run, RunResult
+from smmpi.toolkit.request import MPI_NUM_PROCESSES
+from smmpi.toolkit.shape import JobShape
 
 
 def _world_rows(record_dir: Path) -> list[dict[str, object]]:
@@ -31,7 +33,7 @@ def world_line(run: Run, completed: bool) -> str | None:
     sizes = {row.get("size") for row in rows} - {None}
     hosts = {str(row.get("host")) for row in rows}
     shape = run.shape
-    missing = [h for h in shape.hosts if h not in hosts]
+    missing = [h for h in shape.ranked_hosts if h not in hosts]
     if not rows or (sizes <= {shape.world_size} and not (completed and missing)):
         return None
     started = " or ".join(str(s) for s in sorted(sizes, key=str)) or str(len(rows))
@@ -42,14 +44,30 @@ def world_line(run: Run, completed: bool) -> str | None:
     options = shape.custom_mpi_options
     line = say(
         "world",
-        instances=shape.instances,
-        ppn=shape.ppn,
-        world=shape.world_size,
+        asked=shape.asked,
         started=started,
         on=on,
         why=f": its mpirun options {options!r} change the world" if options else "",
     )
     return printable(line)
+
+
+def too_many_ranks(shape: JobShape, run_dir: Path) -> RunResult | None:
+    """A job whose container line asks for more ranks than its ``--host`` list has slots
+    fails before it starts, in every mode, as Open MPI refuses that line in the container."""
+    slots = shape.instances * shape.ppn
+    if shape.world_size <= slots:
+        return None
+    result = RunResult(EXIT_FAILED, "Failed", 0.0, run_dir, shape.world_size)
+    result.reason = say(
+        "too-many-ranks",
+        world=shape.world_size,
+        field=MPI_NUM_PROCESSES,
+        instances=shape.instances,
+        ppn=shape.ppn,
+        slots=slots,
+    )
+    return result
 
 
 def check_world(result: RunResult, run: Run) -> None:

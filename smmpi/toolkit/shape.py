@@ -41,6 +41,9 @@ class JobShape:
     # the toolkit re-tags mpirun's output (``[1,mpirank:R,algo-K]``); ModelTrainer's driver
     # runs without it, so its log keeps mpirun's own ``[1,R]`` tags
     toolkit_tags: bool = True
+    # the sagemaker_mpi_num_processes hyperparameter: the container's ``-np`` (0: N x n), its
+    # ranks placed by slot over ``--host algo-1:n,...`` as mpirun places them
+    processes: int = 0
 
     @property
     def hosts(self) -> list[str]:
@@ -48,7 +51,32 @@ class JobShape:
 
     @property
     def world_size(self) -> int:
-        return self.instances * self.ppn
+        return self.processes or self.instances * self.ppn
+
+    def ranks_on(self, index: int) -> int:
+        """How many ranks the container's mpirun starts on host ``index`` (0 for algo-1)."""
+        return max(0, min(self.ppn, self.world_size - index * self.ppn))
+
+    @property
+    def ranked_hosts(self) -> list[str]:
+        """The hosts the container's mpirun starts ranks on."""
+        return [h for i, h in enumerate(self.hosts) if self.ranks_on(i)]
+
+    @property
+    def asked(self) -> str:
+        """``2 x 2 = 4 ranks``, or ``3 ranks (sagemaker_mpi_num_processes) on 2 x 2 slots``."""
+        slots = f"{self.instances} x {self.ppn}"
+        if not self.processes:
+            return f"{slots} = {self.world_size} ranks"
+        return f"{self.processes} ranks ({rq.MPI_NUM_PROCESSES}) on {slots} slots"
+
+    @property
+    def counts(self) -> str:
+        """``2 emulated host(s) x 2 process(es) = 4 ranks``, or what -np makes of them."""
+        both = f"{self.instances} emulated host(s) x {self.ppn} process(es)"
+        if not self.processes:
+            return f"{both} = {self.world_size} ranks"
+        return f"{both}, {self.processes} ranks ({rq.MPI_NUM_PROCESSES})"
 
     @property
     def module_name(self) -> str:
@@ -106,4 +134,19 @@ def shape_from_request(request: Mapping[str, Any], extra_args: Sequence[str] = (
         image=image,
         region=str(hps.get("sagemaker_region") or ""),
         sagemaker_job_name=str(hps.get("sagemaker_job_name") or ""),
+        processes=_processes(fw.get(rq.MPI_NUM_PROCESSES)),
     )
+
+
+def _processes(value: object) -> int:
+    """sagemaker_mpi_num_processes as the toolkit's ``int()`` reads it (0: not set)."""
+    if value in (None, ""):
+        return 0
+    try:
+        count = int(str(value))
+    except ValueError:
+        count = 0
+    if count < 1:
+        field = f"HyperParameters.{rq.MPI_NUM_PROCESSES}"
+        raise BadInput(field, value, "a whole number of ranks, 1 or more")
+    return count

@@ -99,3 +99,38 @@ def test_container_paths_in_arguments_name_each_hosts_own_tree(tmp_path: Path) -
     assert shape.host_hyperparameters(dirs) == {"model_dir": str(dirs.model), "lr": 0.1}
     assert shape.module_name == "pkg.train"
     assert JobShape("j", "run", 1, 1).module_name == "run"
+
+
+@pytest.mark.parametrize(
+    ("given", "world", "per_host", "asked"),
+    [
+        (None, 6, [2, 2, 2], "3 x 2 = 6 ranks"),
+        ("3", 3, [2, 1, 0], "3 ranks (sagemaker_mpi_num_processes) on 3 x 2 slots"),
+        ("1", 1, [1, 0, 0], "1 ranks (sagemaker_mpi_num_processes) on 3 x 2 slots"),
+        ("8", 8, [2, 2, 2], "8 ranks (sagemaker_mpi_num_processes) on 3 x 2 slots"),
+    ],
+)
+def test_sagemaker_mpi_num_processes_is_the_containers_np_placed_by_slot(
+    given: str | None, world: int, per_host: list[int], asked: str
+) -> None:
+    """The toolkit runs ``mpirun --host algo-1:2,algo-2:2,algo-3:2 -np K`` for an explicit
+    ``sagemaker_mpi_num_processes`` (sagemaker_training/mpi.py): K ranks, by slot."""
+    request = _golden("pytorch")
+    if given is not None:
+        request["HyperParameters"]["sagemaker_mpi_num_processes"] = given
+    shape = shape_from_request(request)
+    assert shape.world_size == world
+    assert [shape.ranks_on(i) for i in range(3)] == per_host
+    assert shape.ranked_hosts == [h for h, n in zip(shape.hosts, per_host, strict=True) if n]
+    assert shape.asked == asked
+    assert shape.counts.startswith("3 emulated host(s) x 2 process(es)")
+
+
+@pytest.mark.parametrize("given", ["0", "-2", "two", "1.5"])
+def test_a_num_processes_that_is_no_count_of_ranks_is_refused(given: str) -> None:
+    request = _golden("pytorch")
+    request["HyperParameters"]["sagemaker_mpi_num_processes"] = given
+    with pytest.raises(BadInput) as err:
+        shape_from_request(request)
+    assert err.value.field == "HyperParameters.sagemaker_mpi_num_processes"
+    assert err.value.allowed == "a whole number of ranks, 1 or more"

@@ -43,14 +43,17 @@ def host_env(
     return rank_variables(shape, run_dir, host, passed, extra_paths)
 
 
-def rank_argv(shape: JobShape, run_dir: Path, host: str, python: str) -> list[str]:
-    """One host's app context: its ranks start under the rank watcher with the host's file."""
+def rank_argv(
+    shape: JobShape, run_dir: Path, host: str, python: str, ranks: int | None = None
+) -> list[str]:
+    """One host's app context: its ranks (``ranks``, else n) start under the rank watcher
+    with the host's file."""
     dirs = host_dirs(run_dir, host)
     program = program_command(shape.script, shape.package)
     command = [python, "-m", "mpi4py", *program, *shape.args(dirs)]
     return [
         "-np",
-        str(shape.ppn),
+        str(shape.ppn if ranks is None else ranks),
         "--wdir",
         str(dirs.code),
         *rank_command(host_file(run_dir, host), command),
@@ -82,8 +85,10 @@ def mpirun_argv(
         custom_exports = exports(custom)  # Open MPI 4.1: a -x reaches one app context
     for index, host in enumerate(shape.hosts):
         write_host_file(run_dir, host, host_env(shape, run_dir, host, extra_env, extra_paths))
+        if not shape.ranks_on(index):  # past the container's -np: no rank there
+            continue
         if index:
             argv.append(":")
-        context = rank_argv(shape, run_dir, host, python)
+        context = rank_argv(shape, run_dir, host, python, shape.ranks_on(index))
         argv += [*context[:2], *custom_exports, *context[2:]]  # after "-np n"
     return argv

@@ -201,8 +201,7 @@ def _execute(
     planned = dataclasses.replace(planned, shape=shape)
     shape = planned.shape
     first = (
-        f"smmpi: local job {shape.job_name}: {shape.instances} emulated host(s) x {shape.ppn} "
-        f"process(es) = {shape.world_size} ranks ({shape.instance_type}, "
+        f"smmpi: local job {shape.job_name}: {shape.counts} ({shape.instance_type}, "
         f"{isolation.label(checked.mode)})"
     )
     say_start(first, shape, checked, container, say)

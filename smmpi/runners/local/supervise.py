@@ -53,7 +53,7 @@ from smmpi.supervision.result import (
 from smmpi.supervision.timeouts import lost_network, name_lost_network, stack_notes, timed_out
 from smmpi.supervision.tree import Supervisor, sigterm_interrupts
 from smmpi.supervision.verdict import blame, failed
-from smmpi.supervision.world import check_started, check_world
+from smmpi.supervision.world import check_started, check_world, too_many_ranks
 from smmpi.toolkit.failure import error_message
 from smmpi.toolkit.shape import JobShape
 
@@ -225,6 +225,9 @@ def execute(
     Not ``whole_world``: a driver's line SageMaker runs as it is."""
     stdin_closed = stdin_closed or stdin_is_empty()
     _say_notes(shape, extra_env or {}, container, progress)
+    refused = too_many_ranks(shape, run_dir)
+    if refused is not None:
+        return refused
     how = prepare(
         mode, shape, run_dir, launcher, container, python, extra_env, extra_paths, stdin_closed
     )

@@ -79,10 +79,7 @@ def _run_in(
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the host trees were laid out
         return _interrupted(shape, run_dir)
     say = options.progress
-    first = (
-        f"smmpi: {Path(shape.script).stem} on {shape.instances} emulated host(s) x "
-        f"{shape.ppn} process(es) = {shape.world_size} ranks ({isolation.label(checked.mode)})"
-    )
+    first = f"smmpi: {Path(shape.script).stem} on {shape.counts} ({isolation.label(checked.mode)})"
     say_start(first, shape, checked, container, say)
     with isolation.watching_opt_ml(checked.mode, say):
         return execute(

@@ -54,6 +54,21 @@ def test_golden_local_argv(framework: str, tmp_path: Path, monkeypatch: pytest.M
             assert context.endswith(f"demo.py --model_dir {tmp_path}/{host}/opt/ml/model")
 
 
+@pytest.mark.parametrize(("processes", "contexts"), [("4", ["-np 2", "-np 2"]), ("1", ["-np 1"])])
+def test_the_containers_np_gives_each_host_its_slots_in_order(
+    processes: str, contexts: list[str], tmp_path: Path
+) -> None:
+    """An explicit sagemaker_mpi_num_processes: each host's app context has the ranks the
+    container's mpirun places there by slot; a host past them has none."""
+    request = _request("pytorch")
+    request["HyperParameters"]["sagemaker_mpi_num_processes"] = processes
+    shape = shape_from_request(request)
+    argv = mpirun_argv(shape, tmp_path, LAUNCHER, "python3")
+    found = [c[c.index("-np ") :][:5] for c in " ".join(argv).split(" : ")]
+    assert found == contexts
+    assert all(host_file(tmp_path, h).is_file() for h in shape.hosts)  # each host is laid out
+
+
 @pytest.mark.parametrize("host", ["algo-1", "algo-2"])
 def test_golden_host_variables(host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What a rank on ``host`` gets on top of mpirun's environment (its host file)."""

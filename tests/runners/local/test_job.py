@@ -93,3 +93,39 @@ def test_a_completed_job_is_recorded_packed_and_the_oldest_pruned(
         "smmpi: removed old local job smmpi-job-old (keeping the newest 1)",
     ]
     assert not old.exists()
+
+
+@pytest.mark.own_mode
+@pytest.mark.parametrize("isolation", ["hosts", "processes"])
+def test_the_containers_np_is_the_world_a_job_runs_with(
+    local_env: dict[str, str], isolation: str
+) -> None:
+    """sagemaker_mpi_num_processes=3 on 2 x 2 (a request from boto3, say): the toolkit runs
+    ``mpirun --host algo-1:2,algo-2:2 -np 3``; the job completes with 3 ranks, as there."""
+    request, source = _demo(f"smmpi-np-{isolation}", instances=2, ppn=2)
+    request["HyperParameters"]["sagemaker_mpi_num_processes"] = "3"
+    lines: list[str] = []
+    out = io.StringIO()
+    chosen = options(keep=False, isolation=isolation, out=out, err=out, progress=lines.append)
+    job = run(request, source, chosen)
+    assert (job.status, job.exit_code) == ("Completed", 0), (lines, out.getvalue())
+    assert "demo: all 3 ranks verified their results" in out.getvalue()
+    assert "2 emulated host(s) x 2 process(es), 3 ranks (sagemaker_mpi_num_processes)" in lines[0]
+    said = out.getvalue()  # ranks 0-1 on algo-1, rank 2 on algo-2, by slot
+    assert "rank 1 (algo-1)" in said and "rank 2 (algo-2)" in said and "rank 3" not in said
+
+
+def test_more_ranks_than_the_containers_slots_fail_before_any_rank(
+    local_env: dict[str, str],
+) -> None:
+    request, source = _demo("smmpi-np-over", instances=2, ppn=2)
+    request["HyperParameters"]["sagemaker_mpi_num_processes"] = "5"
+    out = io.StringIO()
+    job = run(request, source, options(keep=False, out=out, err=out, progress=print))
+    assert (job.status, job.exit_code) == ("Failed", 1)
+    assert out.getvalue() == ""  # no rank ran
+    assert job.record["FailureReason"].endswith(
+        "smmpi: the job asks for 5 ranks (sagemaker_mpi_num_processes) on 2 x 2 = 4 slots: the "
+        "container's mpirun refuses to start them (Open MPI: not enough slots); ask for 4 or "
+        "fewer, or more instances or processes per host"
+    )
