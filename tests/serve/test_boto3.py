@@ -442,3 +442,20 @@ def test_a_hyperparameter_the_tensorflow_shell_breaks_on_fails_the_job(
     assert desc["TrainingJobStatus"] == "Failed"
     assert "hyperparameter msg" in desc["FailureReason"]
     assert "/bin/sh" in desc["FailureReason"]
+
+
+def test_a_requests_own_np_is_the_world_the_job_completes_with(
+    serve: ServeProcess, bucket: str, job_name: str
+) -> None:
+    """A boto3 request that names sagemaker_mpi_num_processes=3 on 2 x 2: the toolkit's mpirun
+    runs ``-np 3`` over ``--host algo-1:2,algo-2:2`` and the job completes with 3 ranks."""
+    request = dry_run_request(serve.env, job_name, bucket, "--instances", "2", "--ppn", "2")
+    request["HyperParameters"]["sagemaker_mpi_num_processes"] = "3"
+    put_source(serve, request, demo_source())
+    serve.client("sagemaker").create_training_job(**request)
+    desc = wait_end(serve, job_name)
+    assert desc["TrainingJobStatus"] == "Completed", desc.get("FailureReason")
+    lines = [line for ls in log_lines(serve, job_name).values() for line in ls]
+    assert any("demo: all 3 ranks verified their results" in line for line in lines), lines
+    assert any("rank 2 (algo-2)" in line for line in lines)
+    assert not any("rank 3 (" in line for line in lines)
