@@ -39,14 +39,11 @@ def metrics_cmd(job: str, plot: str | None, as_json: bool, region: str | None) -
     from CloudWatch, as SageMaker keeps them (AWS_ENDPOINT_URL: smmpi serve).
     """
     from smmpi.aws.facts import check_job_name
-    from smmpi.platform.run_metrics import local_series
 
     check_job_name(job)
     if plot is not None:
         check_plot(plot)
-    series, where = local_series(job), "local job"
-    if series is None:
-        series, where = remote_series(job, region), "job"
+    series, where = job_series(job, region)
     if as_json:
         click.echo(json.dumps(_as_json(job, where, series)))
     elif series:
@@ -57,6 +54,17 @@ def metrics_cmd(job: str, plot: str | None, as_json: bool, region: str | None) -
     if plot is not None and series:
         write_new(plot, render_png(series, f"{where} {job}"))
         click.echo(f"smmpi: plot written to {plot}", err=True)
+
+
+def job_series(job: str, region: str | None) -> tuple[Series, str]:
+    """A job's series and what it is: a local job of that name (from its folder), else a
+    submitted one (from CloudWatch)."""
+    from smmpi.platform.run_metrics import local_series
+
+    series = local_series(job)
+    if series is not None:
+        return series, "local job"
+    return remote_series(job, region), "job"
 
 
 def remote_series(job: str, region: str | None) -> Series:

@@ -32,24 +32,31 @@ if TYPE_CHECKING:
 def status_cmd(
     job: str, region: str | None, as_json: bool, series: bool, **backend: str | None
 ) -> None:
-    """Show a submitted job's state, size, times, artifacts and final metrics."""
+    """Show a job's state, size, times, artifacts and final metrics.
+
+    A local job of that name (submit --local) is read from its folder, as smmpi
+    metrics reads it; any other from SageMaker (AWS_ENDPOINT_URL: smmpi serve).
+    """
     slurm = slurm_jobs.take(backend)
     if slurm is not None:
         if series:
             raise BadInput("--metrics", True, "not with --backend slurm (no MetricDefinitions)")
         return slurm_jobs.status(job, slurm, as_json)
-    from smmpi.aws.clients import clients
     from smmpi.aws.facts import check_job_name
+    from smmpi.cli.metrics import as_points, job_series, table
     from smmpi.ops import status
 
     check_job_name(job)
-    sm, s3 = clients("sagemaker", "s3", region=region)
-    st = status.job_status(sm, job, region, s3)
-    shown = st.as_dict()
-    if series:
-        from smmpi.cli.metrics import as_points, remote_series, table
+    st = status.local_status(job)
+    local = st is not None
+    if st is None:
+        from smmpi.aws.clients import clients
 
-        found = remote_series(job, region)
+        sm, s3 = clients("sagemaker", "s3", region=region)
+        st = status.job_status(sm, job, region, s3)
+    shown = {**st.as_dict(), "local": local}
+    if series:
+        found, _ = job_series(job, region)
         shown["metrics"] = as_points(found)
     if as_json:
         click.echo(json.dumps(shown, sort_keys=True))
@@ -182,9 +189,9 @@ def _check_rank(rank: int, st: JobStatus) -> None:
     """A rank the job does not have (its world: instances x processes per host) is refused.
     A ModelTrainer job's are read from its sm_drivers channel; where that cannot be read, the
     world is unknown and any rank is looked for."""
-    if not st.processes_per_host:
+    world = st.world
+    if world is None:
         return
-    world = st.instance_count * st.processes_per_host
     if rank >= world:
         raise BadInput("rank", rank, f"0 to {world - 1} ({st.name} runs {world} ranks)")
 

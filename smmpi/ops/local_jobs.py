@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from smmpi.bounded import ascii_int
+from smmpi.bounded import FileRefused, ascii_int, read_regular
 from smmpi.errors import BadInput
 from smmpi.ops.owners import owner_alive, owner_record
 from smmpi.ops.signals import held
@@ -242,6 +242,30 @@ def list_jobs() -> list[LocalJobEntry]:
     for entry in found:
         tighten(entry.folder)
     return sorted(found, key=lambda e: e.modified, reverse=True)
+
+
+#: The most of a local job's describe.json that smmpi reads back
+RECORD_CAP = 1 << 20
+
+
+def local_record(name: str) -> tuple[dict[str, Any], Path] | None:
+    """Local job ``name``'s record (its ``describe.json``; a job killed before it could write
+    its end is Failed) and its folder; None: smmpi has no local job of that name. ``name`` is a
+    checked job name."""
+    folder = jobs_root() / name
+    if folder.is_symlink() or not folder.is_dir():
+        return None
+    entry = _entry(folder)
+    if entry is None:
+        return None
+    try:
+        data = read_regular(folder / "describe.json", "local job", RECORD_CAP, follow=False)
+        record = json.loads(data)
+    except (FileRefused, ValueError):
+        record = None
+    if not isinstance(record, dict):  # not written yet, or not smmpi's
+        record = {"CreationTime": entry.created or None}
+    return {**record, "TrainingJobName": name, "TrainingJobStatus": entry.status}, folder
 
 
 def check_keep(keep: object) -> int:

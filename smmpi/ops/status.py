@@ -18,7 +18,7 @@ from smmpi.aws.facts import TERMINAL, check_job_name
 from smmpi.causes import summary
 from smmpi.ops.drivers import LOCAL_WORLD, drivers_world
 from smmpi.ops.local_jobs import LOCAL_PPN
-from smmpi.toolkit.request import MPI_PROCESSES_PER_HOST
+from smmpi.toolkit.request import MPI_NUM_PROCESSES, MPI_PROCESSES_PER_HOST
 
 if TYPE_CHECKING:
     from smmpi.aws.types import Description, S3Client, SageMakerClient
@@ -44,6 +44,14 @@ class JobStatus:
     transitions: tuple[tuple[str, str], ...]
     metrics: tuple[tuple[str, float], ...] = ()  # FinalMetricDataList: each metric's last value
     short_world: str | None = None  # an SDK driver's per-node -np started fewer than N x n
+    ranks: int | None = None  # sagemaker_mpi_num_processes: the container's -np, if named
+
+    @property
+    def world(self) -> int | None:
+        """The ranks the container starts: its -np, else N x n (None: n unknown)."""
+        if self.ranks:
+            return self.ranks
+        return self.processes_per_host * self.instance_count if self.processes_per_host else None
 
     @property
     def done(self) -> bool:
@@ -69,8 +77,7 @@ class JobStatus:
         if not self.done and self.transitions and self.transitions[-1][1]:
             rows.append(("progress", self.transitions[-1][1]))
         if self.processes_per_host:
-            world = self.processes_per_host * self.instance_count
-            rows.append(("processes", f"{self.processes_per_host} per host, {world} in all"))
+            rows.append(("processes", f"{self.processes_per_host} per host, {self.world} in all"))
         if self.short_world:
             rows.append(("world", self.short_world))
         if self.created:
@@ -123,8 +130,8 @@ def describe(sm: SageMakerClient, name: str, region: str | None = None) -> Descr
         return sm.describe_training_job(TrainingJobName=name)
 
 
-def _ppn(hyperparameters: dict[str, str]) -> int | None:
-    raw = hyperparameters.get(MPI_PROCESSES_PER_HOST)
+def _ppn(hyperparameters: dict[str, str], name: str = MPI_PROCESSES_PER_HOST) -> int | None:
+    raw = hyperparameters.get(name)
     if raw is None:
         return None
     try:
@@ -180,7 +187,31 @@ def status_of(
         ),
         metrics=_metrics(d.get("FinalMetricDataList")),
         short_world=short_world or _text(d.get(LOCAL_WORLD)),
+        ranks=_ppn(d.get("HyperParameters", {}), MPI_NUM_PROCESSES),
     )
+
+
+def local_status(name: str) -> JobStatus | None:
+    """Local job ``name`` (``submit --local``) as ``smmpi status`` shows a submitted one (its
+    record's times are text); None: smmpi has no local job of that name."""
+    from smmpi.ops.local_jobs import local_record
+
+    found = local_record(name)
+    if found is None:
+        return None
+    record, _ = found
+    times = ("CreationTime", "TrainingStartTime", "TrainingEndTime")
+    return status_of({**record, **{k: _when(record.get(k)) for k in times}})
+
+
+def _when(value: object) -> datetime | None:
+    """An ISO time a local record holds, as a datetime (None: none, or not a time)."""
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value)) if value else None
+    except ValueError:
+        return None
 
 
 def _text(value: object) -> str | None:

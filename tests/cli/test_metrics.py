@@ -94,6 +94,19 @@ def test_submit_local_keeps_the_series_and_smmpi_metrics_shows_it(tmp_path: Path
         ("train:loss", "0.5"),
     ]
 
+    # smmpi status of the local job, with no AWS region anywhere: from its folder too
+    assert not {"AWS_REGION", "AWS_DEFAULT_REGION", "SMMPI_REGION", "AWS_ENDPOINT_URL"} & set(env)
+    status = smmpi(["status", "with-metrics"], env, cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    rows = dict(row.split(None, 1) for row in status.stdout.splitlines())
+    assert rows["status"] == "Completed" and rows["processes"] == "1 per host, 2 in all"
+    assert rows["metrics"] == "train:loss 0.3333, test:accuracy 0.75"
+    assert rows["model"] == (folder / "model.tar.gz").as_uri()
+    both = smmpi(["status", "with-metrics", "--json", "--metrics"], env, cwd=tmp_path)
+    shown_json = json.loads(both.stdout)
+    assert shown_json["local"] is True and shown_json["final_metrics"] == FINAL
+    assert shown_json["metrics"] == points and shown_json["started"] is not None
+
     plot = tmp_path / "loss.png"
     drawn = smmpi(["metrics", "with-metrics", "--plot", str(plot)], env, cwd=tmp_path)
     assert drawn.returncode == 0, drawn.stderr

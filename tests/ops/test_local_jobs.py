@@ -92,3 +92,30 @@ def test_looser_files_are_tightened_and_links_left_alone(root: Path, tmp_path: P
     assert ((folder / "logs" / "rank-0.log").stat().st_mode & 0o777) == 0o600
     assert ((folder / "logs").stat().st_mode & 0o777) == 0o700
     assert (target.stat().st_mode & 0o777) == 0o644
+
+
+def test_a_local_jobs_record_is_read_back_only_from_smmpis_own_folder(
+    root: Path, tmp_path: Path
+) -> None:
+    folder = lj.create_folder("done")
+    lj.write_private(folder / "describe.json", json.dumps({"TrainingJobStatus": "Completed"}))
+    record, where = lj.local_record("done") or ({}, None)
+    assert where == folder
+    assert (record["TrainingJobName"], record["TrainingJobStatus"]) == ("done", "Completed")
+    assert lj.local_record("never-made") is None
+    (root / "users-folder").mkdir()  # no marker: not a local job
+    assert lj.local_record("users-folder") is None
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / lj.MARKER).write_text(f"{os.getpid()} 1\n")
+    (root / "linked").symlink_to(elsewhere)  # a link to a marked folder: not followed
+    assert lj.local_record("linked") is None
+
+
+def test_a_record_not_written_yet_or_not_json_is_the_jobs_state_alone(root: Path) -> None:
+    folder = lj.create_folder("starting")
+    record, _ = lj.local_record("starting") or ({}, None)
+    assert (record["TrainingJobName"], record["TrainingJobStatus"]) == ("starting", "InProgress")
+    (folder / "describe.json").write_text("{not json")
+    record, _ = lj.local_record("starting") or ({}, None)
+    assert record["TrainingJobStatus"] == "InProgress"

@@ -198,3 +198,34 @@ def test_status_of_a_running_job_shows_its_phase_and_progress() -> None:
     assert rows["progress"] == "Downloading input data"
     assert not st.done
     assert rows["created"] == "2026-01-01T00:00:00+00:00"
+
+
+def test_a_local_job_is_its_records_status_with_its_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``smmpi status`` of a local job (submit --local): its describe.json, whose times are
+    ISO text, read as a submitted job's DescribeTrainingJob; its own -np is its world."""
+    from smmpi.ops import local_jobs
+
+    monkeypatch.setenv("SMMPI_LOCAL_JOBS", str(tmp_path / "jobs"))
+    folder = local_jobs.create_folder("here")
+    record = {
+        "TrainingJobName": "here",
+        "TrainingJobStatus": "Completed",
+        "ResourceConfig": {"InstanceType": "ml.c5.xlarge", "InstanceCount": 2},
+        "HyperParameters": {
+            "sagemaker_mpi_num_of_processes_per_host": "2",
+            "sagemaker_mpi_num_processes": "3",
+        },
+        "CreationTime": "2026-11-27T10:00:00+00:00",
+        "TrainingStartTime": "2026-11-27T10:00:01+00:00",
+        "TrainingEndTime": "2026-11-27T10:00:05+00:00",
+        "FinalMetricDataList": [{"MetricName": "loss", "Value": 0.5, "Timestamp": "x"}],
+    }
+    local_jobs.write_private(folder / "describe.json", json.dumps(record))
+    st = ops_status.local_status("here")
+    assert st is not None
+    assert st.started == datetime(2026, 11, 27, 10, 0, 1, tzinfo=timezone.utc)
+    assert (st.elapsed(), st.world, st.metrics) == (4.0, 3, (("loss", 0.5),))
+    assert "processes  2 per host, 3 in all" in st.lines()
+    assert ops_status.local_status("not-here") is None
