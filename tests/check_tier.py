@@ -110,6 +110,7 @@ MODULES = frozenset(
         "runners/slurm/test_profile.py",
         "serve/test_errors.py",
         "ops/test_local_jobs.py",
+        "ops/test_local_logs.py",
         "aws/test_environment.py",
         "test_catalog.py",
         "test_trees.py",

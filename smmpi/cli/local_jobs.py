@@ -1,10 +1,14 @@
-"""``smmpi local-jobs list|prune``: the local jobs kept under ``~/.smmpi/local-jobs``."""
+"""``smmpi local-jobs list|prune``: the local jobs kept under ``~/.smmpi/local-jobs``; and
+``smmpi logs`` of a local job."""
 
 from __future__ import annotations
 
 import json
+import sys
 
 import click
+
+from smmpi.errors import BadInput
 
 
 @click.group("local-jobs")
@@ -56,3 +60,33 @@ def prune_cmd(keep: object) -> None:
     for name in removed:
         click.echo(f"removed {jobs_root() / name}")
     click.echo(f"smmpi: {len(removed)} local job(s) removed, at most {count} kept", err=True)
+
+
+def print_local_log(job: str, rank: int | None, host: str | None, follow: bool) -> bool:
+    """``smmpi logs JOB`` of a local job of that name, from its folder (False: none). With
+    --follow, the exit code is the job's; a local job still running prints to the terminal
+    that runs it, so it cannot be followed here."""
+    from smmpi.causes import summary
+    from smmpi.mpi_output import printable
+    from smmpi.ops.cloudwatch import render_demuxed
+    from smmpi.ops.local_logs import local_log
+
+    found = local_log(job)
+    if found is None:
+        return False
+    st, lines = found
+    if follow and not st.done:
+        raise BadInput("--follow", job, "a local job that has ended (a running one prints here)")
+    if rank is not None and st.world is not None and rank >= st.world:
+        raise BadInput("rank", rank, f"0 to {st.world - 1} ({job} runs {st.world} ranks)")
+    picked = [ln for ln in lines if rank in (None, ln.rank) and host in (None, ln.host)]
+    demuxed = render_demuxed(picked, st.processes_per_host)
+    shown = [ln.text for ln in picked] if rank is not None else demuxed
+    for text in shown:
+        click.echo(printable(text))
+    if st.failure_reason:
+        click.echo(f"smmpi: {printable(summary(st.failure_reason) or '')}", err=True)
+    if follow:
+        click.echo(f"smmpi: {job} {st.status}", err=True)
+        sys.exit(1 if st.status == "Failed" else 0)
+    return True

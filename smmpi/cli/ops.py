@@ -148,7 +148,7 @@ def logs_cmd(
     region: str | None,
     **backend: str | None,
 ) -> None:
-    """Print a job's output from CloudWatch, split by MPI rank.
+    """Print a job's output from CloudWatch (a local job's from its folder), split by MPI rank.
 
     Without options, each rank's lines come under a `==> rank R (algo-k) <==`
     header. With --follow, lines print as they arrive, prefixed by their rank,
@@ -158,9 +158,12 @@ def logs_cmd(
     if slurm is not None:
         return slurm_jobs.logs(job, slurm, rank, follow)
     from smmpi.aws.clients import clients
+    from smmpi.cli.local_jobs import print_local_log
     from smmpi.ops import status
 
     _check_logs_args(job, rank, host, interval)
+    if print_local_log(job, rank, host, follow):  # a local job of that name, from its folder
+        return
     sm, logs, s3 = clients("sagemaker", "logs", "s3", region=region)
     st = status.job_status(sm, job, region, s3)
     if rank is not None:
