@@ -79,6 +79,8 @@ def print_local_log(job: str, rank: int | None, host: str | None, follow: bool) 
         raise BadInput("--follow", job, "a local job that has ended (a running one prints here)")
     if rank is not None and st.world is not None and rank >= st.world:
         raise BadInput("rank", rank, f"0 to {st.world - 1} ({job} runs {st.world} ranks)")
+    if host is not None and int(host.split("-")[1]) > st.instance_count:
+        raise BadInput("host", host, f"algo-1 to algo-{st.instance_count} ({job}'s instances)")
     picked = [ln for ln in lines if rank in (None, ln.rank) and host in (None, ln.host)]
     demuxed = render_demuxed(picked, st.processes_per_host)
     shown = [ln.text for ln in picked] if rank is not None else demuxed

@@ -241,6 +241,15 @@ def test_smmpi_logs_of_a_local_job_reads_its_ranks_files(tmp_path: Path) -> None
     assert one.stdout.splitlines() == ["hello from 0"]
     followed = smmpi(["logs", "fails", "--follow"], env, cwd=tmp_path)
     assert followed.returncode == 1 and followed.stderr.splitlines()[-1] == "smmpi: fails Failed"
+    on_two = smmpi(["logs", "fails", "--host", "algo-2"], env, cwd=tmp_path).stdout.splitlines()
+    assert (
+        on_two[:2] == ["==> rank 1 (algo-2) <==", "hello from 1"] and "hello from 0" not in on_two
+    )
+    elsewhere = smmpi(["logs", "fails", "--host", "algo-3"], env, cwd=tmp_path)
+    assert elsewhere.returncode == 2
+    assert elsewhere.stderr.strip() == (
+        "smmpi: invalid host: 'algo-3'; allowed: algo-1 to algo-2 (fails's instances)"
+    )
     beyond = smmpi(["logs", "fails", "--rank", "2"], env, cwd=tmp_path)
     assert beyond.returncode == 2
     assert beyond.stderr.strip() == "smmpi: invalid rank: 2; allowed: 0 to 1 (fails runs 2 ranks)"
