@@ -113,15 +113,24 @@ def jobs_cmd(region: str | None, limit: int, as_json: bool, **backend: str | Non
 @region_option
 @slurm_jobs.backend_options()
 def stop_cmd(job: str, region: str | None, **backend: str | None) -> None:
-    """Stop a running job (a job that already ended is left alone)."""
+    """Stop a running job (a job that already ended is left alone).
+
+    A local job of that name (submit --local, running in another terminal) is stopped
+    as Ctrl-C there would stop it.
+    """
     slurm = slurm_jobs.take(backend)
     if slurm is not None:
         return slurm_jobs.stop(job, slurm)
     from smmpi.aws.clients import clients
     from smmpi.aws.facts import check_job_name
     from smmpi.ops import status
+    from smmpi.ops.local_jobs import stop_local
 
     check_job_name(job)
+    said = stop_local(job)  # a local job of that name first, as status and logs read it
+    if said is not None:
+        click.echo(said)
+        return
     (sm,) = clients("sagemaker", region=region)
     click.echo(status.stop(sm, job, region))
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -266,6 +267,23 @@ def local_record(name: str) -> tuple[dict[str, Any], Path] | None:
     if not isinstance(record, dict):  # not written yet, or not smmpi's
         record = {"CreationTime": entry.created or None}
     return {**record, "TrainingJobName": name, "TrainingJobStatus": entry.status}, folder
+
+
+def stop_local(name: str) -> str | None:
+    """Stop local job ``name`` as Ctrl-C in its terminal would: SIGTERM to the smmpi process
+    that runs it (its pid and start time recorded in the marker); it stops every rank and
+    records the job Stopped. None: smmpi has no local job of that name."""
+    folder = jobs_root() / name
+    entry = None if folder.is_symlink() or not folder.is_dir() else _entry(folder)
+    if entry is None:
+        return None
+    if not entry.running:
+        return f"{name} already {entry.status}; nothing to stop"
+    try:
+        os.kill(int(entry.owner.split()[0]), signal.SIGTERM)
+    except ProcessLookupError:  # it ended meanwhile
+        return f"{name} has just ended; `smmpi status {name}` shows how"
+    return f"{name}: stop requested (a local job); `smmpi status {name}` shows when it has stopped"
 
 
 def check_keep(keep: object) -> int:

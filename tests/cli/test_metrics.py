@@ -217,39 +217,3 @@ def test_metrics_are_refused_with_the_slurm_backend(tmp_path: Path) -> None:
         "smmpi: invalid --metric: 'train:loss=train_loss=([0-9.]+)'; allowed: not with "
         "--backend slurm (no metrics)"
     ]
-
-
-def test_smmpi_logs_of_a_local_job_reads_its_ranks_files(tmp_path: Path) -> None:
-    """``smmpi logs JOB`` of a failed local job, with no AWS region: each rank under its
-    header, one rank's lines bare, and --follow ends with the job's state and exit code."""
-    env = _env(tmp_path)
-    script = write(
-        tmp_path / "fails.py",
-        "from mpi4py import MPI\nrank = MPI.COMM_WORLD.Get_rank()\nprint('hello from', rank)\n"
-        "if rank == 1:\n    raise ValueError('rank one gives up')\n",
-    )
-    argv = ["submit", str(script), "-N", "2", "-n", "1", "--local", "--job-name", "fails"]
-    assert smmpi(argv, env, cwd=tmp_path, timeout=300).returncode == 1
-    shown = smmpi(["logs", "fails"], env, cwd=tmp_path)
-    assert shown.returncode == 0, shown.stderr
-    out = shown.stdout.splitlines()
-    assert out[:2] == ["==> rank 0 (algo-1) <==", "hello from 0"]
-    assert out[2:4] == ["==> rank 1 (algo-2) <==", "hello from 1"]
-    assert "ValueError: rank one gives up" in out
-    assert shown.stderr.strip() == "smmpi: rank 1 (algo-2) failed: ValueError: rank one gives up"
-    one = smmpi(["logs", "fails", "--rank", "0"], env, cwd=tmp_path)
-    assert one.stdout.splitlines() == ["hello from 0"]
-    followed = smmpi(["logs", "fails", "--follow"], env, cwd=tmp_path)
-    assert followed.returncode == 1 and followed.stderr.splitlines()[-1] == "smmpi: fails Failed"
-    on_two = smmpi(["logs", "fails", "--host", "algo-2"], env, cwd=tmp_path).stdout.splitlines()
-    assert (
-        on_two[:2] == ["==> rank 1 (algo-2) <==", "hello from 1"] and "hello from 0" not in on_two
-    )
-    elsewhere = smmpi(["logs", "fails", "--host", "algo-3"], env, cwd=tmp_path)
-    assert elsewhere.returncode == 2
-    assert elsewhere.stderr.strip() == (
-        "smmpi: invalid host: 'algo-3'; allowed: algo-1 to algo-2 (fails's instances)"
-    )
-    beyond = smmpi(["logs", "fails", "--rank", "2"], env, cwd=tmp_path)
-    assert beyond.returncode == 2
-    assert beyond.stderr.strip() == "smmpi: invalid rank: 2; allowed: 0 to 1 (fails runs 2 ranks)"
