@@ -66,17 +66,19 @@ class JobShape:
     def asked(self) -> str:
         """``2 x 2 = 4 ranks``, or ``3 ranks (sagemaker_mpi_num_processes) on 2 x 2 slots``."""
         slots = f"{self.instances} x {self.ppn}"
-        if not self.processes:
-            return f"{slots} = {self.world_size} ranks"
-        return f"{self.processes} ranks ({rq.MPI_NUM_PROCESSES}) on {slots} slots"
+        return self._world(
+            slots, f"{self.processes} ranks ({rq.MPI_NUM_PROCESSES}) on {slots} slots"
+        )
 
     @property
     def counts(self) -> str:
         """``2 emulated host(s) x 2 process(es) = 4 ranks``, or what -np makes of them."""
         both = f"{self.instances} emulated host(s) x {self.ppn} process(es)"
-        if not self.processes:
-            return f"{both} = {self.world_size} ranks"
-        return f"{both}, {self.processes} ranks ({rq.MPI_NUM_PROCESSES})"
+        return self._world(both, f"{both}, {self.processes} ranks ({rq.MPI_NUM_PROCESSES})")
+
+    def _world(self, slots: str, named: str) -> str:
+        """``SLOTS = W ranks``, or ``named`` where the request names the container's -np."""
+        return named if self.processes else f"{slots} = {self.world_size} ranks"
 
     @property
     def module_name(self) -> str:
