@@ -278,11 +278,11 @@ def stop_local(name: str) -> str | None:
     if entry is None:
         return None
     if not entry.running:
-        return f"{name} already {entry.status}; nothing to stop"
+        return f"{name} (a local job) already {entry.status}; nothing to stop"
     try:
         os.kill(int(entry.owner.split()[0]), signal.SIGTERM)
     except ProcessLookupError:  # it ended meanwhile
-        return f"{name} has just ended; `smmpi status {name}` shows how"
+        return f"{name} (a local job) has just ended; `smmpi status {name}` shows how"
     return f"{name}: stop requested (a local job); `smmpi status {name}` shows when it has stopped"
 
 

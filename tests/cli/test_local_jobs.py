@@ -85,4 +85,7 @@ def test_smmpi_stop_of_a_running_local_job_stops_it_as_ctrl_c_would(tmp_path: Pa
     rows = dict(r.split(None, 1) for r in smmpi(["status", "slow"], env).stdout.splitlines())
     assert rows["status"] == "Stopped"
     again = smmpi(["stop", "slow"], env, cwd=tmp_path)
-    assert (again.returncode, again.stdout.strip()) == (0, "slow already Stopped; nothing to stop")
+    assert (again.returncode, again.stdout.strip()) == (
+        0,
+        "slow (a local job) already Stopped; nothing to stop",
+    )
