@@ -116,8 +116,8 @@ def test_an_interrupt_while_the_ranks_run_records_the_job_stopped(
     (folder,) = _jobs(fault_env)
     record = _record(folder)
     assert record["TrainingJobStatus"] == "Stopped"
-    assert record["FailureReason"] == "interrupted; every rank was stopped"
-    assert (folder / "output.tar.gz").is_file()
+    assert "FailureReason" not in record  # as SageMaker (and serve) describe a stopped job
+    assert (folder / "output.tar.gz").is_file() and (folder / "model.tar.gz").is_file()
     listed = subprocess.run(
         [str(BIN / "smmpi"), "local-jobs", "list", "--json"],
         env=fault_env,

@@ -99,7 +99,8 @@ def _conclude(
     if not planned.entrypoint:  # (a request's own start writes its own)
         code, message = result.returncode, result.error_message
         write_status_files(hosts, result.status, planned.line, code, message, shape.image)
-    failed = result.exit_code != EXIT_OK
+    # a stopped job has no FailureReason and its model is packed, as SageMaker (and serve) do
+    failed = result.exit_code != EXIT_OK and result.status != "Interrupted"
     failure = (result.failure_line or result.status) if failed else None
     if result.status == "Failed":  # SageMaker's text, as smmpi serve gives it
         fields = {"line": failure, "exit_code": result.exit_code, "reason": result.reason}
@@ -122,7 +123,7 @@ def _ending_lines(job: LocalJob, planned: ContainerPlan, driver_text: str | None
         return trainer.ending(job, driver_text)
     return [
         f"smmpi: local job {name} {job.status} (the instances' files: {folder / 'hosts'})",
-        f"smmpi: {own_lines(job.record['FailureReason'], job.result.failure_line)}",
+        f"smmpi: {own_lines(job.record.get('FailureReason', ''), job.result.failure_line)}",
     ]
 
 
