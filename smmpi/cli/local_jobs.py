@@ -82,8 +82,10 @@ def print_local_log(job: str, rank: int | None, host: str | None, follow: bool) 
     if host is not None and int(host.split("-")[1]) > st.instance_count:
         raise BadInput("host", host, f"algo-1 to algo-{st.instance_count} ({job}'s instances)")
     picked = [ln for ln in lines if rank in (None, ln.rank) and host in (None, ln.host)]
-    demuxed = render_demuxed(picked, st.processes_per_host)
-    shown = [ln.text for ln in picked] if rank is not None else demuxed
+    if rank is not None:
+        shown = [ln.text for ln in picked]
+    else:
+        shown = render_demuxed(picked, st.processes_per_host)
     for text in shown:
         click.echo(printable(text))
     if st.failure_reason:

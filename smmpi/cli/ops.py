@@ -121,9 +121,7 @@ def stop_cmd(job: str, region: str | None, **backend: str | None) -> None:
     slurm = slurm_jobs.take(backend)
     if slurm is not None:
         return slurm_jobs.stop(job, slurm)
-    from smmpi.aws.clients import clients
     from smmpi.aws.facts import check_job_name
-    from smmpi.ops import status
     from smmpi.ops.local_jobs import stop_local
 
     check_job_name(job)
@@ -131,6 +129,9 @@ def stop_cmd(job: str, region: str | None, **backend: str | None) -> None:
     if said is not None:
         click.echo(said)
         return
+    from smmpi.aws.clients import clients
+    from smmpi.ops import status
+
     (sm,) = clients("sagemaker", region=region)
     click.echo(status.stop(sm, job, region))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from smmpi.bounded import FileRefused, read_regular
 from smmpi.ops.cloudwatch import LogLine, rank_host
 from smmpi.ops.local_jobs import local_record
-from smmpi.ops.status import JobStatus, local_status
+from smmpi.ops.status import JobStatus, record_status
 
 #: The most of one rank's file that is read back
 LOG_CAP = 64 << 20
@@ -19,10 +19,10 @@ _RANK_FILE = re.compile(r"rank-(\d{1,7})\.log")
 def local_log(name: str) -> tuple[JobStatus, list[LogLine]] | None:
     """Local job ``name``'s status and every rank's lines, ranks in order (None: smmpi has
     no local job of that name). ``name`` is a checked job name."""
-    st, found = local_status(name), local_record(name)
-    if st is None or found is None:
+    found = local_record(name)
+    if found is None:
         return None
-    folder = found[1] / "logs"
+    st, folder = record_status(found[0]), found[1] / "logs"
     ranks = sorted(
         (int(m.group(1)), path)
         for path in (folder.iterdir() if folder.is_dir() and not folder.is_symlink() else ())

@@ -197,9 +197,11 @@ def local_status(name: str) -> JobStatus | None:
     from smmpi.ops.local_jobs import local_record
 
     found = local_record(name)
-    if found is None:
-        return None
-    record, _ = found
+    return None if found is None else record_status(found[0])
+
+
+def record_status(record: Mapping[str, Any]) -> JobStatus:
+    """A local job's record (``describe.json``, its times ISO text) as a :class:`JobStatus`."""
     times = ("CreationTime", "TrainingStartTime", "TrainingEndTime")
     return status_of({**record, **{k: _when(record.get(k)) for k in times}})
 
