@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smmpi.aws.facts import vcpus
+from smmpi.bounded import ascii_int
 from smmpi.errors import BadInput
 from smmpi.toolkit import request as rq
 from smmpi.toolkit.hosts import HostDirs, host_name, on_host
@@ -141,14 +142,11 @@ def shape_from_request(request: Mapping[str, Any], extra_args: Sequence[str] = (
 
 
 def _processes(value: object) -> int:
-    """sagemaker_mpi_num_processes as the toolkit's ``int()`` reads it (0: not set)."""
+    """sagemaker_mpi_num_processes, the container's -np (0: not set); a count in ASCII digits."""
     if value in (None, ""):
         return 0
-    try:
-        count = int(str(value))
-    except ValueError:
-        count = 0
-    if count < 1:
+    count = ascii_int(str(value))
+    if count is None or count < 1:
         field = f"HyperParameters.{rq.MPI_NUM_PROCESSES}"
         raise BadInput(field, value, "a whole number of ranks, 1 or more")
     return count

@@ -126,7 +126,7 @@ def test_sagemaker_mpi_num_processes_is_the_containers_np_placed_by_slot(
     assert shape.counts.startswith("3 emulated host(s) x 2 process(es)")
 
 
-@pytest.mark.parametrize("given", ["0", "-2", "two", "1.5"])
+@pytest.mark.parametrize("given", ["0", "-2", "two", "1.5", "\uff13", "1_0"])
 def test_a_num_processes_that_is_no_count_of_ranks_is_refused(given: str) -> None:
     request = _golden("pytorch")
     request["HyperParameters"]["sagemaker_mpi_num_processes"] = given
