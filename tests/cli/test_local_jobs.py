@@ -36,17 +36,17 @@ def test_smmpi_logs_of_a_local_job_reads_its_ranks_files(tmp_path: Path) -> None
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout.splitlines()
     assert out[:2] == ["==> rank 0 (algo-1) <==", "hello from 0"]
-    assert out[2:4] == ["==> rank 1 (algo-2) <==", "hello from 1"]
-    assert "ValueError: rank one gives up" in out
+    # rank 1's stdout and stderr reach its file through two pipes: their order is not kept
+    assert out[2] == "==> rank 1 (algo-2) <==" and "hello from 0" not in out[2:]
+    assert {"hello from 1", "ValueError: rank one gives up"} <= set(out[3:])
     assert shown.stderr.strip() == "smmpi: rank 1 (algo-2) failed: ValueError: rank one gives up"
     one = smmpi(["logs", "fails", "--rank", "0"], env, cwd=tmp_path)
     assert one.stdout.splitlines() == ["hello from 0"]
     followed = smmpi(["logs", "fails", "--follow"], env, cwd=tmp_path)
     assert followed.returncode == 1 and followed.stderr.splitlines()[-1] == "smmpi: fails Failed"
     on_two = smmpi(["logs", "fails", "--host", "algo-2"], env, cwd=tmp_path).stdout.splitlines()
-    assert (
-        on_two[:2] == ["==> rank 1 (algo-2) <==", "hello from 1"] and "hello from 0" not in on_two
-    )
+    assert on_two[0] == "==> rank 1 (algo-2) <==" and "hello from 1" in on_two[1:]
+    assert "hello from 0" not in on_two
     elsewhere = smmpi(["logs", "fails", "--host", "algo-3"], env, cwd=tmp_path)
     assert elsewhere.returncode == 2
     assert elsewhere.stderr.strip() == (

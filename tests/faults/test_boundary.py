@@ -24,14 +24,13 @@ from typing import Any
 import pytest
 
 from tests.helpers import BIN, PipeLines, base_env, smmpi
-from tests.instances.hosts.footprint import Machine, descendants, wait_gone
+from tests.instances.hosts.footprint import SCRATCH, Machine, descendants, wait_gone
 
 PROBE = Path(__file__).with_name("boundary_probe.py")
 KINDS = ("pid", "uts", "ipc", "net", "mnt", "cgroup")
 #: Docker's default capabilities: what a SageMaker training container holds.
 CONTAINER = "00000000a80425fb"
 PRIVATE = ("/tmp", "/var/tmp", "/root", "/dev/shm", "/etc")
-SCRATCH = " /tmp/pytest-of-"
 
 
 @dataclass(frozen=True)
@@ -52,8 +51,8 @@ class Host:
 
         marks = tuple(str(p) for folder in PRIVATE for p in Path(folder).glob("mark-algo-*"))
         machine = Machine.now()
-        # other test sessions on this machine mount scratch file systems under pytest's folder
-        mounts = tuple(m for m in machine.mounts if SCRATCH not in m)
+        # tests beside this one mount scratch file systems (pytest's folders, the compat suite's)
+        mounts = tuple(m for m in machine.mounts if not any(s in m for s in SCRATCH))
         return cls(
             socket.gethostname(),
             ip("route"),
