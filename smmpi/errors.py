@@ -18,6 +18,10 @@ class BadInput(SmmpiError, ValueError):
         self.field, self.value, self.allowed = field, value, allowed
         super().__init__(f"invalid {field}: {value!r}; allowed: {allowed}")
 
+    def __reduce__(self) -> tuple[type[BadInput], tuple[str, object, str]]:
+        """Whole through pickle (from the kept SDK's builds: smmpi/sdk/warm.py)."""
+        return type(self), (self.field, self.value, self.allowed)
+
 
 class MPINotFound(SmmpiError):
     """No usable mpirun or mpi4py (exit code 2: nothing ran)."""

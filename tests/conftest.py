@@ -18,6 +18,7 @@ from xdist.remote import Producer
 from xdist.scheduler import LoadScopeScheduling
 from xdist.scheduler.protocol import Scheduling
 
+from tests import warm_sdk
 from tests.check_tier import CHECK_TIER, REST_TIER, in_check_tier, refuse_mpirun_and_servers
 from tests.helpers import BIN, NETGUARD, MotoServer, base_env, free_port
 from tests.instances.hosts.footprint import track_own_processes, tracked, untrack_own_processes
@@ -47,12 +48,18 @@ if not CHECK_TIER:
 if not CHECK_TIER and not _WORKER:
     start_run_folder()
 
+# One SageMaker SDK kept imported for the run's commands (tests/warm_sdk.py)
+if not _WORKER:
+    warm_sdk.start()
+
 
 def pytest_sessionfinish() -> None:
     if stubs := os.environ.get("SMMPI_CHECK_TIER_STUBS"):
         shutil.rmtree(stubs, ignore_errors=True)
     if _WORKER:
         shutil.rmtree(_OWN_TMP, ignore_errors=True)
+    else:
+        warm_sdk.end()  # (before the cgroup goes: the keeper was born in it)
     untrack_own_processes()
     if not _WORKER:
         end_run_folder()

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests import warm_sdk
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 NETGUARD = Path(__file__).resolve().parent / "netguard"
@@ -55,7 +57,8 @@ def free_port() -> int:
 
 def base_env(tmp_path: Path) -> dict[str, str]:
     """An environment with no real AWS credentials or config, MPI allowed as root. The one
-    setting kept is ``SMMPI_ISOLATION``, so the whole suite can run in either local mode."""
+    setting kept is ``SMMPI_ISOLATION``, so the whole suite can run in either local mode; the
+    run's kept SDK is added (tests/warm_sdk.py)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMMPI_"))}
     if "SMMPI_ISOLATION" in os.environ:  # `SMMPI_ISOLATION=processes make test`: the fallback
         env["SMMPI_ISOLATION"] = os.environ["SMMPI_ISOLATION"]
@@ -70,6 +73,7 @@ def base_env(tmp_path: Path) -> dict[str, str]:
         AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "no-aws-credentials"),
         AWS_EC2_METADATA_DISABLED="true",
         PYTHONUNBUFFERED="1",
+        **warm_sdk.env(),  # the run's kept SDK (tests/warm_sdk.py)
     )
     if stubs := os.environ.get("SMMPI_CHECK_TIER_STUBS"):  # `make check`: tests/check_tier.py
         env.update(PATH=f"{stubs}{os.pathsep}{env['PATH']}", SMMPI_MPIRUN=f"{stubs}/mpirun")

@@ -181,7 +181,8 @@ def _keep_warm(value: str | None, alone: bool) -> bool:
         return False
     os.environ.pop(lease.ENV, None)
     for key in lease.end_all():
-        click.echo(f"smmpi: warm instances {key}: ended", err=True)
+        what = "the kept SageMaker SDK" if key.startswith("sdk/") else "warm instances"
+        click.echo(f"smmpi: {what} {key.removeprefix('sdk/')}: ended", err=True)
     return alone
 
 

@@ -68,17 +68,15 @@ def plan(job: MPIJob, *, job_name: str | None = None) -> Plan:
     require_s3_inputs(job)
     if job.api == "model-trainer":
         return plan_model_trainer(job)
-    built = estimator.build(job, offline=True, job_name=job_name)
-    request = estimator.capture_request(built)
+    built = estimator.offline_request(job, job_name=job_name)
+    request = built.request
     files = estimator.source_members(job)
     return Plan(
         request=request,
         mpirun=container_mpirun(request, package="setup.py" in files),
         world_size=world_size(request),
         job_name=built.job_name,
-        code_uri=estimator.restore_placeholders({"u": built.code_uri}, built.settings.placeholders)[
-            "u"
-        ],
+        code_uri=built.code_uri,
         files=files,
         placeholders=sorted(set(built.settings.placeholders.values())),
         notes=[*built.settings.notes, *job.notes],

@@ -22,6 +22,7 @@ from smmpi.aws.clients import no_metadata_lookups
 from smmpi.aws.facts import SMMPI_TAG_KEY, SMMPI_TAG_VALUE
 from smmpi.aws.record import hooked
 from smmpi.errors import SmmpiError
+from smmpi.sdk import warm
 from smmpi.sdk.session import boto_session, import_sdk, sdk_session, share_default_session_loader
 from smmpi.sdk.settings import Settings, account_and_bucket, resolve_settings, restore_placeholders
 from smmpi.spec import MPIJob
@@ -29,7 +30,15 @@ from smmpi.spec import MPIJob
 if TYPE_CHECKING:
     from smmpi.aws.types import Request
 
-__all__ = ["Built", "build", "capture_request", "pack_source", "restore_placeholders"]
+__all__ = [
+    "Built",
+    "Offline",
+    "build",
+    "capture_request",
+    "offline_request",
+    "pack_source",
+    "restore_placeholders",
+]
 
 
 def generate_job_name(job: MPIJob, now: datetime | None = None) -> str:
@@ -175,12 +184,34 @@ def fit_inputs(job: MPIJob) -> dict[str, str] | None:
     return job.input_map or None
 
 
-def capture_request(built: Built) -> Request:
+def local_inputs(inputs: Any) -> Any:
+    """``file://`` channels as the API can carry them: an S3DataSource whose URI is local.
+
+    The SDK turns a ``file://`` string into ``FileDataSource``, which only its
+    Docker local mode accepts (botocore refuses it). Local mode here reads the
+    URI back from ``S3Uri`` and copies the folder into every host.
+    """
+    if isinstance(inputs, str) and inputs.startswith("file://"):
+        inputs = {"training": inputs}
+    if not isinstance(inputs, dict):
+        return inputs
+    from sagemaker.inputs import TrainingInput
+
+    return {
+        name: TrainingInput(s3_data=uri)
+        if isinstance(uri, str) and uri.startswith("file://")
+        else uri
+        for name, uri in inputs.items()
+    }
+
+
+def capture_request(built: Built, inputs: Any = None) -> Request:
     """The CreateTrainingJob parameters exactly as boto3 receives them, without sending them.
 
     ``estimator.fit`` runs for real; a hook on the client records the
     parameters (after botocore validated them against the API model) and
     answers in place of SageMaker. Offline placeholders are restored after.
+    ``inputs`` are ``fit``'s (default: the job's channels).
     """
     arn = f"arn:aws:sagemaker:{built.settings.region}:000000000000:training-job/{built.job_name}"
     client = built.session.sagemaker_client
@@ -188,7 +219,42 @@ def capture_request(built: Built) -> Request:
         hooked(client, "CreateTrainingJob", lambda params: {"TrainingJobArn": arn}) as seen,
         no_metadata_lookups() if built.offline else contextlib.nullcontext(),
     ):
-        built.estimator.fit(fit_inputs(built.job), wait=False, logs=False, job_name=built.job_name)
+        built.estimator.fit(
+            inputs if inputs is not None else fit_inputs(built.job),
+            wait=False,
+            logs=False,
+            job_name=built.job_name,
+        )
     if not seen:
         raise SmmpiError("the SDK did not build a CreateTrainingJob request")
     return cast("Request", restore_placeholders(seen[-1], built.settings.placeholders))
+
+
+@dataclass(frozen=True)
+class Offline:
+    """A request built offline, with what was decided around it."""
+
+    request: Request
+    job_name: str
+    code_uri: str  # where the code goes (placeholders restored)
+    settings: Settings
+
+
+def build_offline(job: MPIJob, settings: Settings, job_name: str, local: bool) -> Offline:
+    """The estimator's request for ``job``, offline; ``local``: ``file://`` channels as local
+    mode carries them (:func:`local_inputs`)."""
+    built = build(job, offline=True, job_name=job_name, settings=settings)
+    inputs = local_inputs(job.inputs or None) if local else None
+    request = capture_request(built, inputs)
+    code_uri = restore_placeholders({"u": built.code_uri}, built.settings.placeholders)["u"]
+    return Offline(request, built.job_name, code_uri, built.settings)
+
+
+def offline_request(job: MPIJob, *, job_name: str | None = None, local: bool = False) -> Offline:
+    """:func:`build_offline`, by the SDK kept imported when there is one (``SMMPI_WARM_SDK``:
+    :mod:`smmpi.sdk.warm`), else here."""
+    settings = resolve_settings(job, offline=True)
+    name = job_name or generate_job_name(job)
+    return warm.call(build_offline, job, settings, name, local) or build_offline(
+        job, settings, name, local
+    )

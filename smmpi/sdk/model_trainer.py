@@ -30,7 +30,7 @@ from smmpi.aws.clients import no_metadata_lookups
 from smmpi.aws.facts import SMMPI_TAG_KEY, SMMPI_TAG_VALUE
 from smmpi.child import json_answer
 from smmpi.errors import BadInput
-from smmpi.sdk import trainer_capture
+from smmpi.sdk import trainer_capture, warm
 from smmpi.sdk.session import boto_session, import_sdk
 from smmpi.sdk.settings import Settings, resolve_settings, restore_placeholders
 from smmpi.spec import MPIJob
@@ -187,8 +187,10 @@ def _in_sdk3(
 
 
 def capture_offline(job: MPIJob, keep: Path) -> Captured:
-    """The request ModelTrainer builds for ``job``, with no credentials and no network."""
-    return capture(job, keep, resolve_settings(job, offline=True))
+    """The request ModelTrainer builds for ``job``, with no credentials and no network (by the
+    SDK kept imported when there is one: :mod:`smmpi.sdk.warm`)."""
+    settings = resolve_settings(job, offline=True)
+    return warm.call(capture, job, keep, settings) or capture(job, keep, settings)
 
 
 def capture(job: MPIJob, keep: Path, settings: Settings) -> Captured:

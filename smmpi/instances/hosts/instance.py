@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from smmpi import keepers
 from smmpi.instances.hosts import first, kernel, service, sshd
 from smmpi.instances.hosts.strays import Strays
 
@@ -273,7 +274,7 @@ def hold(instance: Instance, report: int, go: int) -> int:
     """The holder's whole life (in the forked child); returns its exit status."""
     try:
         set_up(instance)
-        listener = service.listen(instance.sockets, instance.name) if instance.sockets else None
+        listener = keepers.listen(instance.sockets, instance.name) if instance.sockets else None
         strays = Strays(instance.records, instance.name) if instance.records else None
         first.start(instance.first_pid, strays)
         if instance.ssh_keys and instance.ssh_log:

@@ -35,25 +35,6 @@ FORWARDED = frozenset(
 )
 
 
-def listen(folder: str, name: str) -> socket.socket:
-    """The service's socket, ``folder/name`` (bound by a relative name: any length of path)."""
-    here = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        os.chdir(folder)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name)
-        sock.bind(name)
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    finally:
-        os.fchdir(here)
-        os.close(here)
-    return sock
-
-
 def _decode(raw: bytes) -> tuple[str, dict[str, str]]:
     """A request (agent.py writes it): the command, then the environment, NUL-separated."""
     command, *entries = raw.split(b"\0")

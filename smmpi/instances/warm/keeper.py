@@ -22,16 +22,13 @@ import os
 import selectors
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
 from typing import NoReturn
 
-from smmpi.instances.hosts import kernel, plan, service
-
-REQUEST_SECONDS = 5.0  # a client that has not said what it wants by then is dropped
-_CRED = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
+from smmpi import keepers
+from smmpi.instances.hosts import kernel, plan
 
 
 def _holder(name: str, address: str, report: int, go: int) -> NoReturn:
@@ -88,19 +85,6 @@ def make_instances(count: int, ip: str) -> list[int]:
     return [pid for pid, _, _ in holders]
 
 
-def _peer_uid(conn: socket.socket) -> int:
-    raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
-    return int(_CRED.unpack(raw)[1])
-
-
-def _request(conn: socket.socket) -> str:
-    conn.settimeout(REQUEST_SECONDS)
-    try:
-        return conn.recv(64).decode(errors="replace").strip()
-    except OSError:
-        return ""
-
-
 def serve(listener: socket.socket, holders: list[int], seconds: float) -> None:
     """Lend the instances, one run at a time, until SECONDS without a run (or ``end``)."""
     chooser = selectors.DefaultSelector()
@@ -118,7 +102,7 @@ def serve(listener: socket.socket, holders: list[int], seconds: float) -> None:
                 lease, idle_since = None, time.monotonic()
                 continue
             conn, _ = listener.accept()
-            asked = _request(conn) if _peer_uid(conn) == os.getuid() else ""
+            asked = keepers.asked(conn)
             if asked == "end":
                 conn.sendall(b"ended\n")
                 return
@@ -152,7 +136,7 @@ def main(argv: list[str]) -> int:
         kernel.unshare(kernel.CLONE_NEWNET)  # the bridge's own: none on this machine's network
         holders = make_instances(count, os.environ.get("SMMPI_IP", "ip"))
         os.umask(0o177)
-        listener = service.listen(folder, name)
+        listener = keepers.listen(folder, name)
         os.write(int(ready), b"ok\n")
     except OSError as err:
         with contextlib.suppress(OSError):

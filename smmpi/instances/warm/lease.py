@@ -15,32 +15,27 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import select
 import socket
-import stat
 import struct
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from smmpi import keepers
 from smmpi.aws.facts import KEEP_ALIVE_LIMIT
 from smmpi.errors import BadInput
 from smmpi.instances.hosts import launch
 
 ENV = "SMMPI_KEEP_WARM"  # seconds; smmpi run --keep-warm sets it for the run
 POOL = "SMMPI_WARM_POOL"  # a pool's name, which replaces the shape's (serve's warm pools)
-START_SECONDS = 60.0  # a keeper that has not made its instances by then is given up on
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
     "from smmpi.instances.warm.keeper import main; sys.exit(main(sys.argv[1:]))"
 )
 _ROOT = str(Path(__file__).resolve().parents[3])
 _CRED = struct.Struct("3i")
-
-
-class WarmRefused(Exception):
-    """Why this run cannot use warm instances (it runs cold; the message is one line)."""
+WarmRefused = keepers.Refused  # why a run cannot have warm instances (it runs cold)
+folder = keepers.folder
 
 
 def seconds(value: object, field: str = "--keep-warm") -> int:
@@ -54,19 +49,6 @@ def seconds(value: object, field: str = "--keep-warm") -> int:
 def requested() -> int:
     """The run's keep-warm seconds (0: none)."""
     return seconds(os.environ.get(ENV) or "0", ENV)
-
-
-def folder(create: bool = True) -> Path:
-    """The keepers' folder: this user's own, 0700, not a link (made if ``create``)."""
-    where = Path(os.environ.get("SMMPI_WARM_DIR") or Path.home() / ".smmpi" / "warm")
-    if create:
-        where.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            where.mkdir(mode=0o700)
-    info = os.lstat(where)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise WarmRefused(f"{where} is not a folder of this user's only (0700, not a link)")
-    return where
 
 
 def shape_key(mode: str, instances: int, ppn: int, instance_type: str) -> str:
@@ -89,53 +71,10 @@ class Lease:
         return (self.conn, self.bridge, *(fd for pair in self.namespaces for fd in pair))
 
 
-def _connect(path: Path) -> socket.socket | None:
-    """The keeper at ``path``; None when there is none (a stale socket is removed)."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.getuid():
-        raise WarmRefused(f"{path} is not a keeper's socket; leaving it as it is")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    here = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:  # through the folder's descriptor: a socket's path has a length limit
-        sock.connect(f"/proc/self/fd/{here}/{path.name}")
-    except (ConnectionRefusedError, FileNotFoundError):
-        sock.close()
-        with contextlib.suppress(FileNotFoundError):
-            if os.lstat(path).st_ino == info.st_ino:
-                os.unlink(path)  # its keeper was killed: what it left goes
-        return None
-    finally:
-        os.close(here)
-    return sock
-
-
 def _start_keeper(where: Path, key: str, count: int, keep: int) -> None:
-    ready_r, ready_w = os.pipe()
     env = {**launch.pod_env(), "SMMPI_IP": launch.tool("ip") or "ip"}
     argv = [sys.executable, "-S", "-E", "-c", _BOOT, _ROOT, str(where), key, str(count)]
-    try:
-        subprocess.Popen(
-            [*argv, str(keep), str(ready_w)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            cwd="/",
-            pass_fds=(ready_w,),
-            start_new_session=True,  # it outlives this run, and no terminal's signal reaches it
-        )
-    finally:
-        os.close(ready_w)
-    with os.fdopen(ready_r, "rb") as ready:
-        said = b""
-        if select.select([ready], [], [], START_SECONDS)[0]:
-            said = ready.readline()
-    if said.strip() != b"ok":
-        why = said.decode(errors="replace").strip() or "no answer"
-        raise WarmRefused(f"the keeper of {key} did not start: {why}")
+    keepers.start([*argv, str(keep)], env, key)
 
 
 def _namespaces(keeper: int, holders: list[int]) -> tuple[tuple[int, int], ...]:
@@ -161,7 +100,7 @@ def _namespaces(keeper: int, holders: list[int]) -> tuple[tuple[int, int], ...]:
 
 
 def _ask(sock: socket.socket, count: int) -> tuple[tuple[int, int], ...] | None:
-    sock.settimeout(START_SECONDS)
+    sock.settimeout(keepers.START_SECONDS)
     sock.sendall(b"take\n")
     answer = sock.recv(4096).decode(errors="replace").split()
     if answer[:1] != ["ok"] or len(answer) != count + 1:
@@ -178,10 +117,10 @@ def take(key: str, count: int, keep: int) -> Lease | None:
         raise WarmRefused("warm instances need root here (a user namespace cannot join them)")
     where = folder()
     path = where / f"{key}.sock"
-    sock, cold = _connect(path), False
+    sock, cold = keepers.connect(path), False
     if sock is None:
         _start_keeper(where, key, count, keep)
-        sock, cold = _connect(path), True
+        sock, cold = keepers.connect(path), True
     if sock is None:
         raise WarmRefused(f"the keeper of {key} does not answer")
     try:
@@ -222,12 +161,15 @@ def unused(why: str) -> None:
 
 
 def end_all() -> list[str]:
-    """``--keep-warm 0``: end every keeper of this user's; the shapes they kept."""
+    """``--keep-warm 0``: end every keeper of this user's; the shapes they kept (and
+    ``sdk/KEY`` for each SDK kept imported: smmpi/sdk/warm.py)."""
     try:
         where = folder(create=False)
     except (FileNotFoundError, WarmRefused):
         return []
-    return [path.name[: -len(".sock")] for path in sorted(where.glob("*.sock")) if _end(path)]
+    found = sorted(where.glob("*.sock")) + sorted(where.glob("sdk/*.sock"))  # (SMMPI_WARM_SDK's)
+    ended = [path for path in found if keepers.tell(path)]
+    return [str(path.relative_to(where))[: -len(".sock")] for path in ended]
 
 
 def end(where: Path, key: str | None = None) -> None:
@@ -235,23 +177,10 @@ def end(where: Path, key: str | None = None) -> None:
     paths = [where / f"{key}.sock"] if key is not None else list(where.glob("*.sock"))
     for path in paths:
         with contextlib.suppress(OSError, WarmRefused):
-            _end(path)
+            keepers.tell(path)
 
 
 def keep(where: Path, key: str, seconds: int) -> None:
     """Keeper ``key`` in ``where`` now ends ``seconds`` after its last run (when there is one)."""
     with contextlib.suppress(OSError, WarmRefused):
-        _end(where / f"{key}.sock", f"keep {seconds}")
-
-
-def _end(path: Path, what: str = "end") -> bool:
-    """Tell the keeper at ``path`` to end (or ``keep N``); whether one was there."""
-    sock = _connect(path)
-    if sock is None:
-        return False
-    with sock:
-        sock.settimeout(10)
-        sock.sendall(f"{what}\n".encode())
-        with contextlib.suppress(OSError):
-            sock.recv(64)
-    return True
+        keepers.tell(where / f"{key}.sock", f"keep {seconds}")

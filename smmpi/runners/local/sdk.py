@@ -23,16 +23,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from smmpi.aws.clients import no_metadata_lookups
 from smmpi.aws.record import hooked
 from smmpi.catalog import missing_module_hint
-from smmpi.errors import SmmpiError
 from smmpi.ops.signals import held
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local.job import run as run_local
 from smmpi.runners.local.preflight import Checked, check_entrypoint_machine, check_machine
 from smmpi.runners.local.records import LocalJob, interruptible
-from smmpi.sdk.estimator import Built, build, pack_source, restore_placeholders
+from smmpi.sdk.estimator import (
+    Built,
+    build,
+    local_inputs,
+    offline_request,
+    pack_source,
+    restore_placeholders,
+)
 from smmpi.sdk.model_trainer import capture_offline
 from smmpi.spec import MPIJob
 
@@ -151,27 +156,6 @@ class LocalBackend:
             self.detach()
 
 
-def local_inputs(inputs: Any) -> Any:
-    """``file://`` channels as the API can carry them: an S3DataSource whose URI is local.
-
-    The SDK turns a ``file://`` string into ``FileDataSource``, which only its
-    Docker local mode accepts (botocore refuses it). Local mode here reads the
-    URI back from ``S3Uri`` and copies the folder into every host.
-    """
-    if isinstance(inputs, str) and inputs.startswith("file://"):
-        inputs = {"training": inputs}
-    if not isinstance(inputs, dict):
-        return inputs
-    from sagemaker.inputs import TrainingInput
-
-    return {
-        name: TrainingInput(s3_data=uri)
-        if isinstance(uri, str) and uri.startswith("file://")
-        else uri
-        for name, uri in inputs.items()
-    }
-
-
 def local_estimator(job: MPIJob, options: RunOptions, *, job_name: str | None = None) -> Any:
     """The job's SageMaker estimator, whose ``fit`` runs the job here.
 
@@ -213,21 +197,18 @@ def _remove(path: Path) -> None:
 
 
 def submit_local(job: MPIJob, options: RunOptions, *, job_name: str | None = None) -> LocalJob:
-    """``submit --local``: the SDK's ``fit`` with the job run here; returns the local job."""
+    """``submit --local``: the request the SDK's ``fit`` sends, run here; returns the local job."""
     machine = check_machine(options, job.instances, job.ppn)  # before the SDK and its banner
     with interruptible() as stops:
-        built = build(job, offline=True, job_name=job_name)
+        built = offline_request(job, job_name=job_name, local=True)
         stops.name = built.job_name
-        backend = LocalBackend(built, options, machine)
-        with backend.attached(), no_metadata_lookups():
-            built.estimator.fit(
-                local_inputs(job.inputs or None), wait=False, logs=False, job_name=built.job_name
-            )
-        if built.job_name not in backend.jobs:  # (the ranks' run, interrupted, is a job)
-            stops.check(backend.interrupted)
-    if built.job_name not in backend.jobs:
-        raise SmmpiError("the SDK did not send a CreateTrainingJob request")
-    return backend.jobs[built.job_name]
+        stops.check()
+        chosen = dataclasses.replace(options, region=built.settings.region)
+        run = run_local(built.request, pack_source(job), chosen, machine=machine)
+    hint = missing_module_hint(job.program, str(run.record.get("FailureReason", "")))
+    if hint:
+        options.progress(f"smmpi: {hint}")
+    return run
 
 
 def submit_trainer_local(job: MPIJob, options: RunOptions) -> LocalJob:
