@@ -189,11 +189,15 @@ def _in_sdk3(
 def capture_offline(job: MPIJob, keep: Path) -> Captured:
     """The request ModelTrainer builds for ``job``, with no credentials and no network (by the
     SDK kept imported when there is one: :mod:`smmpi.sdk.warm`)."""
-    settings = resolve_settings(job, offline=True)
-    return warm.call(capture, job, keep, settings) or capture(job, keep, settings)
+    return capture(job, keep, resolve_settings(job, offline=True))
 
 
 def capture(job: MPIJob, keep: Path, settings: Settings) -> Captured:
+    """:func:`capture_here`, by the SDK kept imported when there is one (``SMMPI_WARM_SDK``)."""
+    return warm.call(capture_here, job, keep, settings) or capture_here(job, keep, settings)
+
+
+def capture_here(job: MPIJob, keep: Path, settings: Settings) -> Captured:
     """The request ModelTrainer's ``train`` sends for ``job`` with ``settings``, and a copy of
     each channel it uploads (under ``keep``). The SDK runs offline either way: its session
     refuses every HTTP request, so building the request creates nothing (a submit sends it

@@ -5,7 +5,7 @@ job runs (about 1.5 CPU seconds of a 2-core machine, every time). With ``SMMPI_W
 keeper (:mod:`smmpi.sdk.keeper`) imports it once and forks a child for every request it builds:
 the child takes the command's working folder, environment, umask and standard streams, runs the
 very function the command would run without it (:func:`smmpi.sdk.estimator.build_offline`,
-:func:`smmpi.sdk.model_trainer.capture`), and sends back what it returned or raised. Nothing
+:func:`smmpi.sdk.model_trainer.capture_here`), and sends back what it returned or raised. Nothing
 is built in the keeper itself, so no build sees another's state. The keeper ends S seconds after
 its last build, at ``smmpi run --keep-warm 0``, or when its socket is removed.
 

@@ -17,7 +17,7 @@ from smmpi import keepers
 from smmpi.errors import BadInput, SmmpiError
 from smmpi.sdk import warm
 from smmpi.sdk.estimator import Offline, build_offline
-from smmpi.sdk.model_trainer import capture
+from smmpi.sdk.model_trainer import capture_here
 from smmpi.sdk.settings import resolve_settings
 from smmpi.spec import MPIJob
 from tests.helpers import base_env, smmpi, write
@@ -94,8 +94,8 @@ def test_a_kept_sdk_builds_model_trainers_request_as_a_command_does(
     settings = resolve_settings(job, offline=True)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    there = warm.call(capture, job, tmp_path / "a", settings)
-    here = capture(job, tmp_path / "b", settings)
+    there = warm.call(capture_here, job, tmp_path / "a", settings)
+    here = capture_here(job, tmp_path / "b", settings)
     assert there is not None and there.notes == here.notes
     assert _unnamed(there.request) == _unnamed(here.request)
     for name, folder in here.channels.items():  # the channels' copies, made by the child
@@ -173,3 +173,19 @@ def test_no_kept_sdk_asked_for_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
     for value in ("", "0"):
         monkeypatch.setenv(warm.ENV, value)
         assert warm.call(_raises_bad_input) is None
+
+
+def test_a_keeper_that_cannot_be_used_is_one_line_and_the_command_builds_itself(
+    tmp_path: Path,
+) -> None:
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o755)
+    loose.chmod(0o755)
+    env = {**base_env(tmp_path), warm.ENV: "60", "SMMPI_WARM_DIR": str(loose)}
+    done = smmpi(["submit", "demo", "-N", "2", "-n", "1", "--dry-run"], env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"smmpi: {warm.ENV}: {loose} is not a folder of this user's only (0700, not a link); "
+        "the SDK is imported here"
+    ]
+    assert '"TrainingJobName"' in done.stdout and not list(loose.iterdir())

@@ -39,9 +39,9 @@ from smmpi.runners.sagemaker.checks import (
 )
 from smmpi.runners.sagemaker.follow import follow
 from smmpi.runners.sagemaker.job import Interrupted, Submission, SubmitFailed
-from smmpi.sdk import estimator
+from smmpi.sdk import estimator, warm
 from smmpi.sdk.session import boto_session
-from smmpi.sdk.settings import resolve_settings
+from smmpi.sdk.settings import Settings, account_and_bucket, resolve_settings
 from smmpi.spec import MPIJob, require_s3_inputs
 from smmpi.toolkit.request import decode_hyperparameters, processes_per_host, world_size
 
@@ -177,10 +177,18 @@ class SageMakerRunner:
         )
 
 
-def _request(built: estimator.Built) -> Request:
-    """The request the SDK's ``fit`` builds, validated by botocore; nothing is sent."""
+def _request(job: MPIJob, settings: Settings, job_name: str | None) -> Request:
+    """The request the SDK's ``fit`` builds, validated by botocore; nothing is sent (built by
+    the SDK kept imported when there is one: ``SMMPI_WARM_SDK``, smmpi/sdk/warm.py)."""
+    name = job_name or estimator.generate_job_name(job)
+    return warm.call(request_here, job, settings, name) or request_here(job, settings, name)
+
+
+def request_here(job: MPIJob, settings: Settings, job_name: str) -> Request:
+    """:func:`_request`, built in this process."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    built = estimator.build(job, offline=False, job_name=job_name, settings=settings)
     try:
         return estimator.capture_request(built)
     except (ClientError, BotoCoreError, ValueError) as err:
@@ -213,16 +221,16 @@ def submit(
     settings = resolve_settings(job, offline=False)
     boto = boto_session(settings, offline=False)
     try:
-        built = estimator.build(job, offline=False, job_name=job_name, settings=settings, boto=boto)
+        settings = account_and_bucket(settings, boto)
     except (ClientError, BotoCoreError) as err:
         raise SubmitFailed(f"resolving the account: {error_line(err)}") from None
-    request = _request(built)
+    request = _request(job, settings, job_name)
     warn_if_big(job, echo or silent)
     runner = runner_for(
-        job, built.session.sagemaker_client, boto, wait, poll, on_log, stop_on_interrupt,
+        job, boto.client("sagemaker"), boto, wait, poll, on_log, stop_on_interrupt,
         create_bucket,
     )  # fmt: skip
-    options = RunOptions(region=built.settings.region, progress=echo or silent)
+    options = RunOptions(region=settings.region, progress=echo or silent)
     return runner.run(request, estimator.pack_source(job), options)
 
 
