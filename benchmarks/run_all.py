@@ -21,6 +21,7 @@ SCRIPTS = [
     "bench_model_trainer.py",
     "bench_cpu_share.py",
     "bench_warm.py",
+    "bench_warm_sdk.py",
 ]
 
 

@@ -110,6 +110,9 @@ def connect(seconds: int) -> socket.socket:
         sock = keepers.connect(path)
     if sock is None:
         raise keepers.Refused(f"the keeper of {name} does not answer")
+    if keepers.peer_uid(sock) != os.getuid():
+        sock.close()
+        raise keepers.Refused(f"the keeper of {name} is not this user's")
     return sock
 
 
