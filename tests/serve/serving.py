@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests import warm_sdk
 from tests.helpers import BIN, DEMO_FILES, ROOT, tar_gz
 
 REGION = "us-west-2"
@@ -105,6 +106,7 @@ _TEMPLATE_NAME, _TEMPLATE_BUCKET = "smmpi-template-job", "smmpi-template-bucket"
 @functools.lru_cache(maxsize=32)
 def _dry_run(home: str, args: tuple[str, ...]) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | {"HOME": home}
+    env |= warm_sdk.env()  # the run's kept SDK (tests/warm_sdk.py)
     out = subprocess.run(
         [str(BIN / "smmpi"), "submit", "demo", "--dry-run", "--json", "--bucket", _TEMPLATE_BUCKET,
          "--role", ROLE, "--region", REGION, "--job-name", _TEMPLATE_NAME, *args],
