@@ -55,6 +55,19 @@ def _answer(error: BaseException) -> tuple[str, Any]:
     return "error", error
 
 
+def _take_streams(given: dict[int, int]) -> None:
+    """The command's standard streams as this child's: those it has, and none it has not."""
+    for target in (0, 1, 2):
+        if target in given:
+            os.dup2(given[target], target)
+        else:
+            with contextlib.suppress(OSError):
+                os.close(target)
+    for fd in given.values():
+        if fd > 2:
+            os.close(fd)
+
+
 def _build(conn: socket.socket) -> NoReturn:
     """One build, in a child of the keeper's: the command's world, the request, the answer."""
     code = 0
@@ -62,10 +75,8 @@ def _build(conn: socket.socket) -> NoReturn:
         for signo in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signo, signal.SIG_DFL)
         question, fds = recv_frame(conn, 3)
-        cwd, env, umask, fn, args, kwargs = question
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
+        cwd, env, umask, streams, fn, args, kwargs = question
+        _take_streams(dict(zip(streams, fds, strict=True)))
         os.chdir(cwd)
         os.umask(umask)
         os.environ.clear()

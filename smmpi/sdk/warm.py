@@ -71,7 +71,10 @@ def key() -> str:
 
 def send_frame(sock: socket.socket, value: Any, fds: tuple[int, ...] = ()) -> None:
     data = pickle.dumps(value)
-    socket.send_fds(sock, [FRAME.pack(len(data))], list(fds))
+    if fds:
+        socket.send_fds(sock, [FRAME.pack(len(data))], list(fds))
+    else:
+        sock.sendall(FRAME.pack(len(data)))
     sock.sendall(data)
 
 
@@ -116,6 +119,14 @@ def connect(seconds: int) -> socket.socket:
     return sock
 
 
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
 def call(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     """``fn(*args, **kwargs)`` (a module's function), run by the kept SDK in a child of its own
     with this command's working folder, environment, umask and standard streams; None when no
@@ -129,7 +140,9 @@ def call(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     try:
         with connect(seconds) as sock:
             sock.sendall(b"build\n")
-            send_frame(sock, (os.getcwd(), dict(os.environ), umask, fn, args, kwargs), (0, 1, 2))
+            streams = tuple(fd for fd in (0, 1, 2) if _is_open(fd))
+            question = (os.getcwd(), dict(os.environ), umask, streams, fn, args, kwargs)
+            send_frame(sock, question, streams)
             (outcome, value), _ = recv_frame(sock)
     except (OSError, EOFError, pickle.PickleError, keepers.Refused) as err:
         print(f"smmpi: {ENV}: {err}; the SDK is imported here", file=sys.stderr)

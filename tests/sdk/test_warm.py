@@ -189,3 +189,17 @@ def test_a_keeper_that_cannot_be_used_is_one_line_and_the_command_builds_itself(
         "the SDK is imported here"
     ]
     assert '"TrainingJobName"' in done.stdout and not list(loose.iterdir())
+
+
+def test_a_command_with_a_stream_closed_builds_through_the_kept_sdk(
+    kept: Path, tmp_path: Path
+) -> None:
+    """The child gets the streams the command has, and none it has not."""
+    env = {**base_env(tmp_path), "SMMPI_WARM_DIR": str(kept), warm.ENV: "120"}
+    line = "smmpi submit demo -N 2 -n 1 --dry-run --json <&- | tail -1"
+    done = subprocess.run(
+        ["bash", "-c", line], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.strip() == "}"
+    assert len(list(kept.glob("sdk/sdk-*.sock"))) == 1
