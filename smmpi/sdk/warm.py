@@ -9,9 +9,9 @@ very function the command would run without it (:func:`smmpi.sdk.estimator.build
 is built in the keeper itself, so no build sees another's state. The keeper ends S seconds after
 its last build, at ``smmpi run --keep-warm 0``, or when its socket is removed.
 
-A keeper serves only commands of its own Python, smmpi files and SDK install (its socket's name
-is their digest). When there is none, or it cannot answer, the command builds its request
-itself and says so in one line.
+A keeper serves only commands of its own Python, smmpi files and installs of the SDK, botocore
+and boto3 (its socket's name is their digest). When there is none, or it cannot answer, the
+command builds its request itself and says so in one line.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ T = TypeVar("T")
 ENV = "SMMPI_WARM_SDK"
 LIMIT = 3600
 FRAME = struct.Struct("!Q")
+#: What a build runs besides smmpi: a keeper serves only commands with the same installs
+LIBRARIES = ("sagemaker", "sagemaker_core", "botocore", "boto3")
 _ROOT = Path(__file__).resolve().parents[2]
 _BOOT = (
     "import sys; sys.path[0] = sys.argv[1]; "  # (not its working folder: a build's is the user's)
@@ -55,17 +57,19 @@ def requested() -> int:
 
 
 def key() -> str:
-    """The keeper's name: a digest of this Python, smmpi's files and the SDK's install."""
+    """The keeper's name: a digest of this Python, smmpi's files and the installs of the SDK
+    and what it builds with (:data:`LIBRARIES`)."""
     digest = hashlib.sha256(f"{sys.prefix}:{os.path.realpath(sys.executable)}".encode())
     package = _ROOT / "smmpi"
     for path in sorted(package.rglob("*.py")):
         info = path.stat()
         digest.update(f"{path.relative_to(package)}:{info.st_mtime_ns}:{info.st_size};".encode())
-    spec = importlib.util.find_spec("sagemaker")
-    if spec is None or spec.origin is None:
-        raise keepers.Refused("the SageMaker SDK is not installed")
-    info = os.stat(spec.origin)
-    digest.update(f"{spec.origin}:{info.st_mtime_ns}".encode())
+    for name in LIBRARIES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise keepers.Refused(f"{name} is not installed")
+        info = os.stat(spec.origin)
+        digest.update(f"{spec.origin}:{info.st_mtime_ns};".encode())
     return "sdk-" + digest.hexdigest()[:20]
 
 
