@@ -255,6 +255,4 @@ def offline_request(job: MPIJob, *, job_name: str | None = None, local: bool = F
     :mod:`smmpi.sdk.warm`), else here."""
     settings = resolve_settings(job, offline=True)
     name = job_name or generate_job_name(job)
-    return warm.call(build_offline, job, settings, name, local) or build_offline(
-        job, settings, name, local
-    )
+    return warm.run(build_offline, job, settings, name, local)

@@ -25,24 +25,28 @@ from typing import Any, NoReturn
 from smmpi import keepers
 from smmpi.sdk.warm import recv_frame, send_frame
 
+WARM_MODULES = (
+    "sagemaker.pytorch",
+    "sagemaker.tensorflow",
+    "sagemaker.inputs",
+    "smmpi.sdk.estimator",
+)
 LOOK_SECONDS = 1.0  # how often it looks whether its socket is still its own
 
 
 def _warm_up() -> None:
-    """What every build imports and parses, done once: the SDK, its two estimators, the
-    API model botocore loads."""
+    """What every build imports and parses, done once: the SDK, its two estimators, smmpi's
+    builders, the API model botocore loads."""
     import importlib
 
     from smmpi.aws.facts import shared_loader
-    from smmpi.sdk import estimator
     from smmpi.sdk.session import import_sdk, share_default_session_loader
 
     import_sdk()
-    for module in ("sagemaker.pytorch", "sagemaker.tensorflow", "sagemaker.inputs"):
+    for module in WARM_MODULES:
         importlib.import_module(module)
     shared_loader().load_service_model("sagemaker", "service-2")
     share_default_session_loader()
-    del estimator
 
 
 def _answer(error: BaseException) -> tuple[str, Any]:

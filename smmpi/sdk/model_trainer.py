@@ -194,7 +194,7 @@ def capture_offline(job: MPIJob, keep: Path) -> Captured:
 
 def capture(job: MPIJob, keep: Path, settings: Settings) -> Captured:
     """:func:`capture_here`, by the SDK kept imported when there is one (``SMMPI_WARM_SDK``)."""
-    return warm.call(capture_here, job, keep, settings) or capture_here(job, keep, settings)
+    return warm.run(capture_here, job, keep, settings)
 
 
 def capture_here(job: MPIJob, keep: Path, settings: Settings) -> Captured:

@@ -159,3 +159,9 @@ def call(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     error = SmmpiError(message)
     error.exit_code = code
     raise error
+
+
+def run(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``fn(*args, **kwargs)``: by the kept SDK (:func:`call`) when there is one, else here."""
+    there = call(fn, *args, **kwargs)
+    return there if there is not None else fn(*args, **kwargs)

@@ -5,6 +5,7 @@ in the command; a bad setting is one line. (The keeper's life: tests/sdk/test_ke
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -173,6 +174,11 @@ def test_no_kept_sdk_asked_for_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
     for value in ("", "0"):
         monkeypatch.setenv(warm.ENV, value)
         assert warm.call(_raises_bad_input) is None
+        assert warm.run(os.getpid) == os.getpid()  # run: here, when none is kept
+
+
+def test_run_is_the_kept_sdks_call_when_there_is_one(kept: Path) -> None:
+    assert warm.run(os.getpid) != os.getpid()
 
 
 def test_a_keeper_that_cannot_be_used_is_one_line_and_the_command_builds_itself(

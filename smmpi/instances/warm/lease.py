@@ -16,7 +16,6 @@ import contextlib
 import os
 import re
 import socket
-import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,6 @@ _BOOT = (
     "from smmpi.instances.warm.keeper import main; sys.exit(main(sys.argv[1:]))"
 )
 _ROOT = str(Path(__file__).resolve().parents[3])
-_CRED = struct.Struct("3i")
 WarmRefused = keepers.Refused  # why a run cannot have warm instances (it runs cold)
 folder = keepers.folder
 
@@ -105,7 +103,7 @@ def _ask(sock: socket.socket, count: int) -> tuple[tuple[int, int], ...] | None:
     answer = sock.recv(4096).decode(errors="replace").split()
     if answer[:1] != ["ok"] or len(answer) != count + 1:
         return None  # busy (another run has it): this one runs cold
-    keeper = _CRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size))[0]
+    keeper = keepers.peer_pid(sock)
     sock.settimeout(None)
     return _namespaces(keeper, [int(p) for p in answer[1:]])
 

@@ -28,7 +28,7 @@ from smmpi.catalog import missing_module_hint
 from smmpi.ops.signals import held
 from smmpi.runners.base import RunOptions
 from smmpi.runners.local.job import run as run_local
-from smmpi.runners.local.preflight import Checked, check_entrypoint_machine, check_machine
+from smmpi.runners.local.preflight import check_entrypoint_machine, check_machine
 from smmpi.runners.local.records import LocalJob, interruptible
 from smmpi.sdk.estimator import (
     Built,
@@ -94,9 +94,8 @@ _QUIET = _NoTroubleshootingLink()
 class LocalBackend:
     """Answers an SDK session's CreateTrainingJob/DescribeTrainingJob calls with local runs."""
 
-    def __init__(self, built: Built, options: RunOptions, machine: Checked | None = None) -> None:
+    def __init__(self, built: Built, options: RunOptions) -> None:
         self.built = built
-        self.machine = machine  # this machine's checks, made before the SDK built the job
         self.source = pack_source(built.job)  # the very bytes `submit` uploads
         # Channels are read in the region the job was built for.
         self.options = dataclasses.replace(options, region=built.settings.region)
@@ -109,7 +108,7 @@ class LocalBackend:
         request = cast("Request", restore_placeholders(params, self.built.settings.placeholders))
         self.requests.append(request)
         try:
-            job = run_local(request, self.source, self.options, machine=self.machine)
+            job = run_local(request, self.source, self.options)
         except KeyboardInterrupt:
             self.interrupted = True  # (the SDK's telemetry wrapper swallows it)
             raise

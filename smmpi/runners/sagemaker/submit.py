@@ -181,7 +181,7 @@ def _request(job: MPIJob, settings: Settings, job_name: str | None) -> Request:
     """The request the SDK's ``fit`` builds, validated by botocore; nothing is sent (built by
     the SDK kept imported when there is one: ``SMMPI_WARM_SDK``, smmpi/sdk/warm.py)."""
     name = job_name or estimator.generate_job_name(job)
-    return warm.call(request_here, job, settings, name) or request_here(job, settings, name)
+    return warm.run(request_here, job, settings, name)
 
 
 def request_here(job: MPIJob, settings: Settings, job_name: str) -> Request:
