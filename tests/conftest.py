@@ -102,6 +102,16 @@ SIDE_BY_SIDE = (
     "test_readme.py",
     "test_notebook.py",
     "test_doctor.py",
+    # the SLURM runner's script, profile and signs, and the verdict of SLURM's own lines: no
+    # cluster (tests/slurm's cluster tests stay one at a time)
+    "runners/slurm",
+    "runners/test_registry.py",
+    "slurm/test_verdict.py",
+    "test_causes.py",
+    "test_keepers.py",
+    # `make demo` from Debian's Python and the wheel: pip in folders of their own
+    "test_setup.py",
+    "test_wheel.py",
 )
 
 #: Folders that check what their runs leave (namespaces, processes, mounts, run folders): they
@@ -140,6 +150,8 @@ SHARED_FIXTURE = {
     "faults/test_boundary.py": "boundary-probe",  # one probe job, checked 7 ways
     # the machine's one process-accounting file: its two tests one after the other
     "test_cpu_by_command.py": "process-accounting",
+    # both build smmpi from this checkout with pip: one after the other
+    **dict.fromkeys(("test_setup.py", "test_wheel.py"), "source-builds"),
     # plain mpirun's runs of mpi4py's suite and of each demo, made once for both modes: the
     # suite in one worker, the demos in another (each run of one of them at a time)
     "compat/test_mpi4py_suite.py": "mpi4py-suite",
@@ -185,9 +197,9 @@ def _under(folder: str, folders: tuple[str, ...]) -> bool:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: four workers where this session's processes are told from the others' (a
+    """``-n auto``: six workers where this session's processes are told from the others' (a
     cgroup of its own), else one."""
-    return 4 if tracked() else 1
+    return 6 if tracked() else 1
 
 
 def _run_dirs() -> set[Path]:
