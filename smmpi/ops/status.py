@@ -109,6 +109,7 @@ class JobStatus:
             "instance_type": self.instance_type,
             "instance_count": self.instance_count,
             "processes_per_host": self.processes_per_host,
+            "world": self.world,
             "created": iso(self.created),
             "started": iso(self.started),
             "ended": iso(self.ended),

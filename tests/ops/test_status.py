@@ -36,6 +36,7 @@ def test_status(moto_server: MotoServer, env: dict[str, str]) -> None:
     assert as_json["status"] == "Completed"
     assert as_json["instance_count"] == 3
     assert as_json["processes_per_host"] == 2
+    assert as_json["world"] == 6  # the "6 in all" of the text, as a number
 
 
 def test_stop_of_a_finished_job_changes_nothing(

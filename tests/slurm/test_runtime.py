@@ -92,7 +92,6 @@ def _probe(cluster: Cluster, name: str) -> tuple[Path, dict[str, str]]:
     return work, env
 
 
-@pytest.mark.machine
 def test_srun_pmix_tasks_see_their_node_and_local_rank(cluster: Cluster) -> None:
     work, env = _probe(cluster, "runtime-srun")
     env.update(SRUN_MPI_SETTINGS)  # as smmpi's batch script starts srun's ranks
@@ -102,7 +101,6 @@ def test_srun_pmix_tasks_see_their_node_and_local_rank(cluster: Cluster) -> None
     assert json.loads(done.stdout.strip().splitlines()[-1]) == ON_THE_CLUSTER
 
 
-@pytest.mark.machine
 def test_mpirun_inside_sbatch_ranks_see_their_node_and_local_rank(cluster: Cluster) -> None:
     """mpirun starts its daemons through SLURM; every rank has SLURM_LOCALID=0 there, and
     Open MPI's own local rank is the one runtime() takes."""
@@ -136,7 +134,6 @@ def _init_waits(cluster: Cluster, tmp_path: Path, name: str, *env: str) -> list[
     return [_INIT_WAIT.findall(log.read_text()) for log in logs]
 
 
-@pytest.mark.machine
 def test_srun_ranks_wait_in_no_address_fence_unless_the_user_sets_one(
     cluster: Cluster, tmp_path: Path
 ) -> None:
