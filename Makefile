@@ -114,7 +114,7 @@ venvs:
 	$(MAKE) --no-print-directory -j4 $(VENVS)
 
 # The suite in three passes (tests/conftest.py marks which test goes where):
-# 1. side by side: the tests that may run beside others, in 6 workers (most of their time is
+# 1. side by side: the tests that may run beside others, in 4 workers (most of their time is
 #    waiting: the toolkit's 30 s sleeps, servers, timeouts);
 # 2. beside pass 1, in a session of its own: the local runner's tests again in the fallback
 #    mode (processes), the one machines without namespaces get, but for the tests that pick
@@ -134,7 +134,7 @@ pytest: sshd $(VENVS)
 	@mkdir -p .pytest_cache; echo "pass 2 (processes mode) runs beside pass 1; its output is shown after pass 1's"
 	( $(PYTEST_ENV) SMMPI_ISOLATION=processes $(BIN)/pytest -q -n 2 -p no:cacheprovider \
 		-m "not own_mode" $(FALLBACK_TESTS) > $(FALLBACK_LOG) 2>&1; echo $$? >> $(FALLBACK_LOG) ) & \
-	$(PYTEST_ENV) $(BIN)/pytest -q -n 6 --dist loadgroup -m "side_by_side and not machine" \
+	$(PYTEST_ENV) $(BIN)/pytest -q -n 4 --dist loadgroup -m "side_by_side and not machine" \
 		--durations=15; one=$$?; wait; \
 	echo "=== pass 2: processes mode ==="; cat $(FALLBACK_LOG); \
 	two=$$(tail -1 $(FALLBACK_LOG)); rm -f $(FALLBACK_LOG); \

@@ -213,9 +213,9 @@ def _under(folder: str, folders: tuple[str, ...]) -> bool:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: six workers where this session's processes are told from the others' (a
+    """``-n auto``: four workers where this session's processes are told from the others' (a
     cgroup of its own), else one."""
-    return 6 if tracked() else 1
+    return 4 if tracked() else 1
 
 
 def _run_dirs() -> set[Path]:

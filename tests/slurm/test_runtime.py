@@ -134,6 +134,10 @@ def _init_waits(cluster: Cluster, tmp_path: Path, name: str, *env: str) -> list[
     return [_INIT_WAIT.findall(log.read_text()) for log in logs]
 
 
+# One at a time: beside `make test`'s other runs, the job with Open MPI's own full exchange
+# (`pmix_base_async_modex=0`) twice ended with its rank 0 killed by SIGSEGV (under srun, in
+# MPI_Init's fence; smmpi's own setting never did); alone it has not.
+@pytest.mark.machine
 def test_srun_ranks_wait_in_no_address_fence_unless_the_user_sets_one(
     cluster: Cluster, tmp_path: Path
 ) -> None:
