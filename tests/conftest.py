@@ -107,17 +107,8 @@ SIDE_BY_SIDE = (
     "runners/slurm",
     "runners/test_registry.py",
     "slurm/test_verdict.py",
-    # jobs on the folder's one test cluster (its own emulated nodes), one after the other in
-    # one worker (SHARED_FIXTURE); the cluster's own start and stop stay one at a time
-    "slurm/test_jobs.py",
-    "slurm/test_failures.py",
-    "slurm/test_runtime.py",
-    "slurm/test_seed001.py",
     "test_causes.py",
     "test_keepers.py",
-    # `make demo` from Debian's Python and the wheel: pip in folders of their own
-    "test_setup.py",
-    "test_wheel.py",
 )
 
 #: Folders that check what their runs leave (namespaces, processes, mounts, run folders): they
@@ -156,18 +147,6 @@ SHARED_FIXTURE = {
     "faults/test_boundary.py": "boundary-probe",  # one probe job, checked 7 ways
     # the machine's one process-accounting file: its two tests one after the other
     "test_cpu_by_command.py": "process-accounting",
-    # the SLURM test cluster, up once for its jobs' tests
-    **dict.fromkeys(
-        (
-            "slurm/test_jobs.py",
-            "slurm/test_failures.py",
-            "slurm/test_runtime.py",
-            "slurm/test_seed001.py",
-        ),
-        "slurm-cluster",
-    ),
-    # both build smmpi from this checkout with pip: one after the other
-    **dict.fromkeys(("test_setup.py", "test_wheel.py"), "source-builds"),
     # plain mpirun's runs of mpi4py's suite and of each demo, made once for both modes: the
     # suite in one worker, the demos in another (each run of one of them at a time)
     "compat/test_mpi4py_suite.py": "mpi4py-suite",

@@ -1,13 +1,11 @@
-"""The SLURM tests: one real cluster (3 nodes x 2 CPUs) for the tests of its jobs, one after the
-other in one worker of `make test`'s parallel pass (its nodes are emulated hosts of their own,
-so the runs beside them do not reach it); a test that only waits (a job over its time limit)
-runs on a cluster of its own in its worker; the cluster's own start and stop
-(``test_cluster.py``, which checks what the machine is left with) run one at a time.
+"""The SLURM tests: one real cluster (3 nodes x 2 CPUs) for the folder, one test at a time;
+a test that only waits (``side_by_side``: a job over its time limit) runs in `make test`'s
+parallel pass, on a cluster of its own in its worker.
 
 SLURM's tests run wherever Debian's SLURM is installed (`make slurm`); elsewhere they are
-left out with one line in the summary (those that use a cluster, and the folder's ``machine``
-tests), and CI (``SMMPI_TEST_REQUIRE_SLURM=1``) fails instead. Each test that needs the
-cluster starts it through the real CLI, once.
+left out with one line in the summary (they are the folder's
+``machine`` tests: one at a time), and CI (``SMMPI_TEST_REQUIRE_SLURM=1``) fails
+instead. Each test that needs the cluster starts it through the real CLI, once.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ from smmpi.mpi_output import PITFALLS
 from tests.helpers import smmpi
 from tests.slurm.cluster_helpers import Cluster
 
+pytestmark = pytest.mark.machine
+
 # Seed 004's bug: numpy 1.24 removed np.float; only rank 3 reaches it
 SEED_004_BUG = """
 import numpy as np

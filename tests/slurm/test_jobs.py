@@ -13,6 +13,7 @@ import pytest
 from tests.helpers import BIN, smmpi
 from tests.slurm.cluster_helpers import Cluster
 
+pytestmark = pytest.mark.machine
 SLURM = ["--backend", "slurm", "--profile", "local"]
 
 SLEEPER = """

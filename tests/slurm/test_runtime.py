@@ -92,6 +92,7 @@ def _probe(cluster: Cluster, name: str) -> tuple[Path, dict[str, str]]:
     return work, env
 
 
+@pytest.mark.machine
 def test_srun_pmix_tasks_see_their_node_and_local_rank(cluster: Cluster) -> None:
     work, env = _probe(cluster, "runtime-srun")
     env.update(SRUN_MPI_SETTINGS)  # as smmpi's batch script starts srun's ranks
@@ -101,6 +102,7 @@ def test_srun_pmix_tasks_see_their_node_and_local_rank(cluster: Cluster) -> None
     assert json.loads(done.stdout.strip().splitlines()[-1]) == ON_THE_CLUSTER
 
 
+@pytest.mark.machine
 def test_mpirun_inside_sbatch_ranks_see_their_node_and_local_rank(cluster: Cluster) -> None:
     """mpirun starts its daemons through SLURM; every rank has SLURM_LOCALID=0 there, and
     Open MPI's own local rank is the one runtime() takes."""
@@ -134,9 +136,6 @@ def _init_waits(cluster: Cluster, tmp_path: Path, name: str, *env: str) -> list[
     return [_INIT_WAIT.findall(log.read_text()) for log in logs]
 
 
-# One at a time: beside `make test`'s other runs, the job with Open MPI's own full exchange
-# (`pmix_base_async_modex=0`) twice ended with its rank 0 killed by SIGSEGV (under srun, in
-# MPI_Init's fence; smmpi's own setting never did); alone it has not.
 @pytest.mark.machine
 def test_srun_ranks_wait_in_no_address_fence_unless_the_user_sets_one(
     cluster: Cluster, tmp_path: Path

@@ -12,8 +12,12 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import ROOT
 from tests.slurm.cluster_helpers import Cluster
+
+pytestmark = pytest.mark.machine
 
 JOB_SCRIPT = """#!/bin/bash
 #SBATCH --nodes 3
