@@ -126,6 +126,7 @@ TOOLKIT_ONLY = {
 #: Values that differ, each for a reason docs/TOOLKIT.md gives.
 TOOLKIT_VALUES = {
     "OMPI_ARGV",
+    "OMPI_COMMAND",  # the interpreter's name: python3, or python3.11 as one venv's script said
     "PATH",
     "PYTHONPATH",
     "SM_MODULE_DIR",
