@@ -102,8 +102,9 @@ SIDE_BY_SIDE = (
     "test_readme.py",
     "test_notebook.py",
     "test_doctor.py",
-    # the SLURM runner's script, profile and signs, and the verdict of SLURM's own lines: no
-    # cluster (tests/slurm's cluster tests stay one at a time)
+    # no cluster, no timing: the SLURM runner's script, profile, signs and verdict, the runner
+    # registry, the one table of causes, the keepers' sockets (tests/slurm's cluster tests stay
+    # one at a time)
     "runners/slurm",
     "runners/test_registry.py",
     "slurm/test_verdict.py",
