@@ -22,8 +22,7 @@ from smmpi.ops.settings import check_settings
 from smmpi.platform.layout import passed_variables
 from smmpi.runners.base import Progress, RunOptions, writer
 from smmpi.runners.registry import runner
-from smmpi.sdk.estimator import code_key, new_upload_id
-from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION
+from smmpi.sdk.settings import BUCKET_PLACEHOLDER, FALLBACK_REGION, code_key, new_upload_id
 from smmpi.spec import DEFAULT_INSTANCE_TYPE, MPIJob
 from smmpi.spec.limits import check_log_dir
 from smmpi.spec.metrics import check_metrics

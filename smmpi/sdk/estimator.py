@@ -24,7 +24,14 @@ from smmpi.aws.record import hooked
 from smmpi.errors import SmmpiError
 from smmpi.sdk import warm
 from smmpi.sdk.session import boto_session, import_sdk, sdk_session, share_default_session_loader
-from smmpi.sdk.settings import Settings, account_and_bucket, resolve_settings, restore_placeholders
+from smmpi.sdk.settings import (
+    Settings,
+    account_and_bucket,
+    code_key,
+    new_upload_id,
+    resolve_settings,
+    restore_placeholders,
+)
 from smmpi.spec import MPIJob
 
 if TYPE_CHECKING:
@@ -53,21 +60,6 @@ def generate_job_name(job: MPIJob, now: datetime | None = None) -> str:
 def default_base_name(job: MPIJob) -> str:
     name = re.sub(r"[^a-zA-Z0-9-]+", "-", job.program.name).strip("-") or "job"
     return f"smmpi-{name}"[:39].rstrip("-")
-
-
-def code_key(job_name: str, upload_id: str) -> str:
-    """Where the source dir goes in the bucket: the SDK's layout plus this call's own id.
-
-    The id makes the key one no other call writes, so a submit that fails can
-    delete what it uploaded without ever touching another job's code.
-    """
-    return f"{job_name}/source/{upload_id}/sourcedir.tar.gz"
-
-
-def new_upload_id() -> str:
-    import secrets
-
-    return secrets.token_hex(4)
 
 
 def source_members(job: MPIJob) -> list[str]:

@@ -31,6 +31,21 @@ _BUCKET_SENTINEL = "smmpi-dry-run-bucket-placeholder"
 FALLBACK_REGION = "us-east-1"
 
 
+def code_key(job_name: str, upload_id: str) -> str:
+    """Where the source dir goes in the bucket: the SDK's layout plus this call's own id.
+
+    The id makes the key one no other call writes, so a submit that fails can
+    delete what it uploaded without ever touching another job's code.
+    """
+    return f"{job_name}/source/{upload_id}/sourcedir.tar.gz"
+
+
+def new_upload_id() -> str:
+    import secrets
+
+    return secrets.token_hex(4)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Where the job goes: role, bucket and region after the documented precedence."""
