@@ -123,16 +123,18 @@ MPI.COMM_WORLD.Barrier()
 _INIT_WAIT = re.compile(r"lazy waiting on RTE event at \S*/ompi_mpi_init\.c:(\d+)$", re.MULTILINE)
 
 
-def _init_waits(cluster: Cluster, tmp_path: Path, name: str, *env: str) -> list[list[str]]:
-    """Where each rank of a 2x2 srun job waited in MPI_Init, from Open MPI's own lines."""
+def _init_waits(
+    cluster: Cluster, tmp_path: Path, name: str, nodes: int, *env: str
+) -> list[list[str]]:
+    """Where each rank of a NODESx2 srun job waited in MPI_Init, from Open MPI's own lines."""
     program = tmp_path / "hello.py"
     program.write_text(HELLO)
     extra = [f"--env={pair}" for pair in ("OMPI_MCA_rte_base_verbose=1", *env)]
-    args = ["submit", str(program), "-N", "2", "--ppn", "2", "--backend", "slurm"]
+    args = ["submit", str(program), "-N", str(nodes), "--ppn", "2", "--backend", "slurm"]
     done = smmpi([*args, "--profile", "local", "--job-name", name, *extra], cluster.env)
     assert done.returncode == 0, done.stderr
     logs = sorted((cluster.shared / name / "logs").iterdir())
-    assert len(logs) == 4
+    assert len(logs) == nodes * 2
     return [_INIT_WAIT.findall(log.read_text()) for log in logs]
 
 
@@ -141,10 +143,15 @@ def test_srun_ranks_wait_in_no_address_fence_unless_the_user_sets_one(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     """Under srun each rank fetches a peer's address when it needs it: MPI_Init makes one fence
-    fewer than Open MPI's default, which the user's own setting brings back."""
-    ours = _init_waits(cluster, tmp_path, "smmpi-init-fences")
+    fewer than Open MPI's default, which the user's own setting brings back.
+
+    The user's job runs on one node: with Open MPI's default, a job across nodes can die of the
+    SIGSEGV these settings avoid (docs/SLURM.md), while ranks on one node talk over shared
+    memory, not the TCP BTL where it happens (0 in 30 one-node jobs beside 6 busy loops).
+    MPI_Init's fences are the same on one node as on several."""
+    ours = _init_waits(cluster, tmp_path, "smmpi-init-fences", 2)
     theirs = _init_waits(
-        cluster, tmp_path, "smmpi-init-fences-user", "OMPI_MCA_pmix_base_async_modex=0"
+        cluster, tmp_path, "smmpi-init-fences-user", 1, "OMPI_MCA_pmix_base_async_modex=0"
     )
     assert all(waits == ours[0] for waits in ours), ours
     assert all(waits == theirs[0] for waits in theirs), theirs
