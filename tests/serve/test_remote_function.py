@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import socket
 import subprocess
 from pathlib import Path
@@ -127,6 +128,9 @@ def test_remote_mpirun_2x2_returns_what_its_ranks_computed(
     # the SDK's bootstrap logs every variable, the job's key masked
     keys = [line for line in logs.splitlines() if "AWS_SECRET_ACCESS_KEY" in line]
     assert keys and all(line.endswith("AWS_SECRET_ACCESS_KEY=******") for line in keys), keys
+    # each instance unpacked the workspace at the top of a root of its own, not this machine's
+    assert "Changing workspace to sagemaker_remote_function_workspace" in logs
+    assert not os.path.lexists("/sagemaker_remote_function_workspace")
 
 
 def test_remote_mpirun_rank_that_raises_gives_its_exception_and_the_failed_rank(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import os
+import platform
 import socket
 import struct
 
@@ -87,6 +88,15 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
         data.encode() if data else None,
     )
     _check(result, "mount", f"{source or fstype} on {target}")
+
+
+#: pivot_root(2)'s number (the C library has no wrapper): x86_64's, else the generic table's
+_SYS_PIVOT_ROOT = 155 if platform.machine() == "x86_64" else 41
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    result = _libc.syscall(ctypes.c_long(_SYS_PIVOT_ROOT), new_root.encode(), put_old.encode())
+    _check(result, "pivot_root", new_root)
 
 
 def sethostname(name: str) -> None:

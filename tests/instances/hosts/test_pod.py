@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -139,9 +140,31 @@ def test_set_up_failure_is_one_line(run_dir: Path, machine: Machine) -> None:
     done = _run(broken, ["true"])
     assert done.returncode == launch.SETUP_FAILED
     assert done.stderr.strip().splitlines() == [
-        f"smmpi: isolated hosts: set-up failed: algo-2: [Errno 2] mount({run_dir / 'missing'} on "
-        "/opt/ml): No such file or directory"
+        "smmpi: isolated hosts: set-up failed: algo-2: [Errno 2] "
+        f"mount(tmpfs on {run_dir}/missing): No such file or directory"
     ]
+
+
+def test_what_an_instance_makes_at_the_top_of_its_root_stays_in_it(
+    run_dir: Path, machine: Machine
+) -> None:
+    """A container's working directory is / (the SDK's ``@remote`` job unpacks its workspace
+    there, on every instance at once): each instance makes it in a root of its own, which goes
+    with the instance; the machine's / never gets it."""
+    pod = make_pod(run_dir, 2)
+    agent, top = str(launch.agent_path(pod)), f"/smmpi-test-top-{run_dir.name}"
+    make = run_dir / "make.sh"
+    make.write_text(f"mkdir {top} && hostname > {top}/who\n")
+    on_algo_2 = f"{agent} algo-2 sh {make} && {agent} algo-2 cat {top}/who"
+    try:
+        done = _run(pod, ["sh", "-c", f"sh {make} && {on_algo_2} && cat {top}/who && ls -A /"])
+        assert not os.path.lexists(top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)  # (this test's own folder, where it leaked)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["algo-2", "algo-1"]
+    assert set(os.listdir("/")) | {top[1:]} == set(lines[2:])  # the machine's entries, and its own
 
 
 def test_command_not_found(run_dir: Path, machine: Machine) -> None:
