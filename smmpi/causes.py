@@ -252,12 +252,7 @@ def _shorten(text: str, room: int) -> str:
 
 
 def failure_reason(
-    error: str,
-    exit_code: int | str,
-    message: str,
-    command: str,
-    line: str | None,
-    extra: str = "",
+    error: str, exit_code: int | str, message: str, command: str, line: str | None, extra: str = ""
 ) -> str:
     """What SageMaker's FailureReason says when the container's toolkit failed with
     ``error`` (``ExecuteUserScriptError``: the user's script; sagemaker_training/errors.py),
