@@ -18,7 +18,7 @@ from smmpi import config
 from smmpi.aws.errors import aws_errors
 from smmpi.aws.facts import SMMPI_TAG_KEY, SMMPI_TAG_VALUE
 from smmpi.errors import BadInput, SmmpiError
-from smmpi.ops.local_jobs import tighten_dir
+from smmpi.ops.private_files import tighten_dir
 
 DEFAULT_STACK = "smmpi"
 STACK_NAME_RE = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]{0,127}$")

@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,13 +29,12 @@ from typing import Any
 from smmpi.bounded import FileRefused, ascii_int, read_regular
 from smmpi.errors import BadInput
 from smmpi.ops.owners import owner_alive, owner_record
+from smmpi.ops.private_files import tighten, tighten_dir, write_private
 from smmpi.ops.signals import held
 
 MARKER = ".smmpi-local-job"
 DEFAULT_KEEP = 20
 KEEP_ENV = "SMMPI_LOCAL_JOBS_KEEP"
-
-
 KILLED = "the local run was killed"
 # A ModelTrainer job's record keeps its processes per host (its request has no MPI
 # hyperparameter; the SDK's sm_drivers channel says it, and that copy is not kept).
@@ -57,49 +55,6 @@ def _make_root(root: Path) -> None:
     for own in (root.parent, root):
         own.mkdir(mode=0o700, exist_ok=True)
         tighten_dir(own)
-
-
-def tighten_dir(path: Path) -> None:
-    """A folder of smmpi's, not a link and owned by this user, made 0700 if it is looser."""
-    try:
-        info = path.lstat()
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077:
-            path.chmod(0o700)
-    except OSError:
-        pass
-
-
-def tighten(folder: Path) -> None:
-    """A local job's folder 0700, its files and ``logs/`` files 0600 (links are left alone)."""
-    tighten_dir(folder)
-    for parent in (folder, folder / "logs"):
-        try:
-            children = list(parent.iterdir())
-        except OSError:
-            continue
-        for child in children:
-            try:
-                info = child.lstat()
-                if stat.S_ISDIR(info.st_mode):
-                    tighten_dir(child)
-                elif stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
-                    child.chmod(0o600)
-            except OSError:
-                continue
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (0600) through a temporary file; never through a link."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-    fd = os.open(tmp, flags, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def create_folder(name: str) -> Path:

@@ -13,6 +13,7 @@ import pytest
 
 from smmpi.errors import BadInput
 from smmpi.ops import local_jobs as lj
+from smmpi.ops import private_files
 
 
 @pytest.fixture
@@ -24,7 +25,7 @@ def root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 def _ended(folder: Path, status: str, when: float) -> None:
-    lj.write_private(folder / "describe.json", json.dumps({"TrainingJobStatus": status}))
+    private_files.write_private(folder / "describe.json", json.dumps({"TrainingJobStatus": status}))
     os.utime(folder / "describe.json", (when, when))
 
 
@@ -88,7 +89,7 @@ def test_looser_files_are_tightened_and_links_left_alone(root: Path, tmp_path: P
     target.write_text("x")
     target.chmod(0o644)
     (folder / "link").symlink_to(target)
-    lj.tighten(folder)
+    private_files.tighten(folder)
     assert ((folder / "logs" / "rank-0.log").stat().st_mode & 0o777) == 0o600
     assert ((folder / "logs").stat().st_mode & 0o777) == 0o700
     assert (target.stat().st_mode & 0o777) == 0o644
@@ -98,7 +99,9 @@ def test_a_local_jobs_record_is_read_back_only_from_smmpis_own_folder(
     root: Path, tmp_path: Path
 ) -> None:
     folder = lj.create_folder("done")
-    lj.write_private(folder / "describe.json", json.dumps({"TrainingJobStatus": "Completed"}))
+    private_files.write_private(
+        folder / "describe.json", json.dumps({"TrainingJobStatus": "Completed"})
+    )
     record, where = lj.local_record("done") or ({}, None)
     assert where == folder
     assert (record["TrainingJobName"], record["TrainingJobStatus"]) == ("done", "Completed")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from smmpi.ops import local_jobs
+from smmpi.ops import local_jobs, private_files
 from smmpi.ops.local_logs import local_log
 
 
@@ -21,7 +21,7 @@ def folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         "HyperParameters": {"sagemaker_mpi_num_of_processes_per_host": "2"},
         "FailureReason": "AlgorithmError: ...\nsmmpi: rank 2 (algo-2) failed: ValueError: x",
     }
-    local_jobs.write_private(made / "describe.json", json.dumps(record))
+    private_files.write_private(made / "describe.json", json.dumps(record))
     (made / "logs").mkdir()
     for rank, text in ((0, "zero\n"), (2, "two\nValueError: x\n"), (10, "ten\n")):
         (made / "logs" / f"rank-{rank}.log").write_text(text)

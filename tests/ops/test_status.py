@@ -206,7 +206,7 @@ def test_a_local_job_is_its_records_status_with_its_times(
 ) -> None:
     """``smmpi status`` of a local job (submit --local): its describe.json, whose times are
     ISO text, read as a submitted job's DescribeTrainingJob; its own -np is its world."""
-    from smmpi.ops import local_jobs
+    from smmpi.ops import local_jobs, private_files
 
     monkeypatch.setenv("SMMPI_LOCAL_JOBS", str(tmp_path / "jobs"))
     folder = local_jobs.create_folder("here")
@@ -223,7 +223,7 @@ def test_a_local_job_is_its_records_status_with_its_times(
         "TrainingEndTime": "2026-11-27T10:00:05+00:00",
         "FinalMetricDataList": [{"MetricName": "loss", "Value": 0.5, "Timestamp": "x"}],
     }
-    local_jobs.write_private(folder / "describe.json", json.dumps(record))
+    private_files.write_private(folder / "describe.json", json.dumps(record))
     st = ops_status.local_status("here")
     assert st is not None
     assert st.started == datetime(2026, 11, 27, 10, 0, 1, tzinfo=timezone.utc)

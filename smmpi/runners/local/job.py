@@ -36,8 +36,8 @@ from smmpi.ops.local_jobs import (
     create_folder,
     prune,
     remove_folder,
-    tighten,
 )
+from smmpi.ops.private_files import tighten
 from smmpi.ops.signals import held
 from smmpi.platform import failure_reason
 from smmpi.platform.container_files import seed_checkpoints, write_status_files

@@ -14,7 +14,8 @@ from typing import Any
 
 from smmpi.archives import tar_dirs
 from smmpi.errors import BadInput, SmmpiError
-from smmpi.ops.local_jobs import discard_unfinished, jobs_root, made_here, write_private
+from smmpi.ops.local_jobs import discard_unfinished, jobs_root, made_here
+from smmpi.ops.private_files import write_private
 from smmpi.platform.container_files import checkpoint_uri, sync_checkpoints, tar_output_data
 from smmpi.runners.local.supervise import EXIT_FAILED, EXIT_OK, RunResult
 from smmpi.toolkit.hosts import HostDirs
