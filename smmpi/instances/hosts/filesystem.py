@@ -18,6 +18,23 @@ from smmpi.instances.hosts import kernel
 _OPEN_DIR = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 
 
+def _cover(old: int, target: str) -> None:
+    """A tmpfs over ``target`` with the mode of the folder ``old`` (opened before it)."""
+    mode = f"mode={stat.S_IMODE(os.fstat(old).st_mode):o}"
+    kernel.mount("tmpfs", target, "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV, mode)
+
+
+def _rebound(folder: str, target: str, skip: str = "") -> None:
+    """A tmpfs at ``target`` carrying a bind mount of each entry of ``folder`` (but ``skip``)."""
+    old = os.open(folder, _OPEN_DIR)
+    try:
+        entries = sorted(os.listdir(f"/proc/self/fd/{old}"))
+        _cover(old, target)
+        _rebind(old, target, entries, skip)
+    finally:
+        os.close(old)
+
+
 def _rebind(root_fd: int, root: str, entries: list[str], skip: str) -> None:
     """Re-create the machine's ``root`` entries on the tmpfs, each a bind mount of the original."""
     for name in entries:
@@ -44,14 +61,7 @@ def private_root(stage: str) -> None:
     the recursive binds show it again inside the new root, and that copy is taken away after
     the switch, so ``stage`` is again the folder it was.
     """
-    root_fd = os.open("/", _OPEN_DIR)
-    try:
-        entries = sorted(os.listdir(f"/proc/self/fd/{root_fd}"))
-        mode = f"mode={stat.S_IMODE(os.fstat(root_fd).st_mode):o}"
-        kernel.mount("tmpfs", stage, "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV, mode)
-        _rebind(root_fd, stage, entries, "")
-    finally:
-        os.close(root_fd)
+    _rebound("/", stage)
     os.chdir(stage)
     kernel.pivot_root(".", ".")  # the machine's root now lies over the new one, at /
     kernel.umount(".", kernel.MNT_DETACH)  # and goes (this namespace's view only)
@@ -61,15 +71,7 @@ def private_root(stage: str) -> None:
 
 def private_opt_ml(opt_ml: str) -> None:
     """/opt/ml is ``opt_ml``; the rest of /opt is the machine's, through bind mounts."""
-    opt_fd = os.open("/opt", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        info = os.fstat(opt_fd)
-        entries = sorted(os.listdir(f"/proc/self/fd/{opt_fd}"))
-        mode = f"mode={stat.S_IMODE(info.st_mode):o}"
-        kernel.mount("tmpfs", "/opt", "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV, mode)
-        _rebind(opt_fd, "/opt", entries, "ml")
-    finally:
-        os.close(opt_fd)
+    _rebound("/opt", "/opt", "ml")
     os.mkdir("/opt/ml", 0o755)
     kernel.mount(opt_ml, "/opt/ml", None, kernel.MS_BIND | kernel.MS_REC)
 
@@ -139,8 +141,7 @@ def private_folder(root: str, keep: Sequence[str]) -> None:
         return
     old = os.open(root, _OPEN_DIR)
     try:
-        mode = f"mode={stat.S_IMODE(os.fstat(old).st_mode):o}"
-        kernel.mount("tmpfs", root, "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV, mode)
+        _cover(old, root)
         for path in _outermost(keep, root):
             _bind_back(old, root, path)
     finally:
@@ -152,8 +153,7 @@ def own_copy(path: str) -> None:
     process writes there stays in this instance."""
     old = os.open(path, _OPEN_DIR)
     try:
-        mode = f"mode={stat.S_IMODE(os.fstat(old).st_mode):o}"
-        kernel.mount("tmpfs", path, "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV, mode)
+        _cover(old, path)
         shutil.copytree(f"/proc/self/fd/{old}", path, symlinks=True, dirs_exist_ok=True)
     finally:
         os.close(old)

@@ -27,7 +27,6 @@ from smmpi.instances.hosts.strays import Strays
 
 #: Folders each instance has of its own, empty at start (as in a fresh container).
 PRIVATE = ("/tmp", "/var/tmp", "/root", "/dev/shm")
-_OPEN_DIR = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)

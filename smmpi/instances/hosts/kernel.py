@@ -7,6 +7,7 @@ call's name, so the set-up can say which step the kernel refused.
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import os
 import platform
@@ -90,12 +91,15 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     _check(result, "mount", f"{source or fstype} on {target}")
 
 
-#: pivot_root(2)'s number (the C library has no wrapper): x86_64's, else the generic table's
-_SYS_PIVOT_ROOT = 155 if platform.machine() == "x86_64" else 41
+#: pivot_root(2)'s number where smmpi runs (the C library has no wrapper)
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 
 
 def pivot_root(new_root: str, put_old: str) -> None:
-    result = _libc.syscall(ctypes.c_long(_SYS_PIVOT_ROOT), new_root.encode(), put_old.encode())
+    number = _SYS_PIVOT_ROOT.get(platform.machine())
+    if number is None:
+        raise OSError(errno.ENOSYS, f"pivot_root: not known on {platform.machine()}")
+    result = _libc.syscall(ctypes.c_long(number), new_root.encode(), put_old.encode())
     _check(result, "pivot_root", new_root)
 
 
