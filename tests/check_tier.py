@@ -24,6 +24,7 @@ TESTS = Path(__file__).parent
 MODULES = frozenset(
     {
         "aws/test_clients.py",
+        "compat/test_differences.py",
         "toolkit/test_driver_world.py",
         "runners/local/test_short_world.py",
         "aws/test_facts.py",

@@ -30,6 +30,12 @@ emulated instances, over TCP on two shared cores, that made ``test_io`` ten time
 own pieces.
 
 Each part runs in both modes, each against the one plain mpirun run of that part.
+
+A few of mpi4py's tests race threads inside one rank (``test_util_pool``'s ``terminate`` asserts
+that the last of 101 queued sleeps never ran). On two cores shared by four ranks and the other
+tests beside them, one starved rank can lose that race under smmpi or under plain mpirun. So a
+difference outside ``WIN_MODULES`` is run again, those tests alone, under both: it fails the test
+only if it shows again.
 """
 
 from __future__ import annotations
@@ -46,14 +52,13 @@ from pathlib import Path
 import pytest
 
 from tests.compat.conftest import ROOT, plain_mpirun
+from tests.compat.differences import WIN_MODULES, Outcomes, differences, module, select
 from tests.compat.results import RankResult, outcomes, per_rank
 from tests.helpers import base_env, smmpi
 
 #: plain mpirun and the whole suite under smmpi, on two loaded cores: above the suite-wide 300 s
 pytestmark = pytest.mark.timeout(3600)
 FIXES = {"MPI4PY_TEST_SPAWN": "0", "OMPI_MCA_fcoll": "individual"}
-#: Where SageMaker's MPI_ERR_WIN shows (the ``win-thread-multiple`` pitfall).
-WIN_MODULES = ("test_win", "test_util_sync")
 #: mpi4py's modules of datatype handling (``main.py``'s ``-i``/``-e`` match module file names)
 DATATYPES = r"^test_(datatype|util_dtlib)\.py$"
 
@@ -69,8 +74,6 @@ class Part:
 
 
 PARTS = {"messages": Part((2, 2), ("-e", DATATYPES)), "datatypes": Part((2, 1), ("-i", DATATYPES))}
-
-Outcomes = dict[int, dict[str, str]]
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +128,7 @@ def _cut_short(stderr: str, plain: Outcomes, here: Outcomes) -> frozenset[int]:
     results = per_rank(stderr.splitlines())
     cut = frozenset(rank for rank in plain if results.get(rank, RankResult()).ran == 0)
     for rank in cut:
-        missing = {_module(t) for t in plain[rank].keys() - here.get(rank, {}).keys()}
+        missing = {module(t) for t in plain[rank].keys() - here.get(rank, {}).keys()}
         assert missing <= set(WIN_MODULES), (rank, sorted(missing))
     return cut
 
@@ -133,18 +136,19 @@ def _cut_short(stderr: str, plain: Outcomes, here: Outcomes) -> frozenset[int]:
 @pytest.fixture(scope="module")
 def plain(
     mpi4py_source: Path, shared_tmp: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Callable[[str], Outcomes]:
+) -> Callable[..., Outcomes]:
     """Plain mpirun's outcomes for a part of the suite, run once for the module."""
 
     @cache
-    def run(name: str) -> Outcomes:
+    def run(name: str, select: tuple[str, ...] = ()) -> Outcomes:
         part = PARTS[name]
+        select = select or part.select
         env = {**base_env(tmp_path_factory.mktemp("plain")), **FIXES, "TMPDIR": str(shared_tmp)}
         env.pop("SMMPI_ISOLATION", None)
         fixes = [a for k in FIXES for a in ("-x", k)]
         argv = [*plain_mpirun(part.world), *fixes, "python", "-m", "mpi4py", "main.py", "-v"]
         r = subprocess.run(
-            [*argv, *part.select],
+            [*argv, *select],
             cwd=mpi4py_source / "test", env=env, capture_output=True, text=True, timeout=1800,
         )  # fmt: skip
         assert r.returncode == 0, r.stderr[-3000:]
@@ -153,10 +157,6 @@ def plain(
         return found
 
     return run
-
-
-def _module(test_id: str) -> str:
-    return test_id.split(".")[0]
 
 
 #: The datatype modules send no message between ranks (each rank pickles its own datatypes), so
@@ -169,25 +169,28 @@ def test_mpi4py_suite_matches_plain_mpirun_per_rank(
     mpi4py_source: Path,
     compat_env: dict[str, str],
     shared_tmp: Path,
-    plain: Callable[[str], Outcomes],
+    plain: Callable[..., Outcomes],
     mode: str,
     part: str,
 ) -> None:
     spec, expected = PARTS[part], plain(part)
     world = spec.world
     env = {**compat_env, **FIXES, "TMPDIR": str(shared_tmp), "SMMPI_ISOLATION": mode}
-    hosts, per_host = spec.shape
-    run = ["run", "main.py", "--source-dir", ".", "-N", str(hosts), "-n", str(per_host)]
-    run += ["--framework", "pytorch", *(a for k in (*FIXES, "TMPDIR") for a in ("--pass-env", k))]
-    run += ["--timeout", "1700", "--", "-v", *spec.select]
-    r = smmpi(run, env, mpi4py_source / "test", 1800)
+    r = _under_smmpi(mpi4py_source, env, spec.shape, spec.select)
     assert f"= {world} ranks ({'isolated hosts' if mode == 'hosts' else 'processes'}" in r.stderr
     here = outcomes(r.stderr.splitlines())
     cut = _cut_short(r.stderr, expected, here) if r.returncode else frozenset()
     _check_complete(r.stderr, here, world, cut)
-    ran = {_module(t) for t in expected[0]} - set(WIN_MODULES)
-    assert ran <= {_module(t) for t in here[0]}  # every module, in each mode
-    sagemakers = _differences(expected, here, ran | set(WIN_MODULES), cut)
+    ran = {module(t) for t in expected[0]} - set(WIN_MODULES)
+    assert ran <= {module(t) for t in here[0]}  # every module, in each mode
+    sagemakers, other = differences(expected, here, ran | set(WIN_MODULES), cut)
+    if again := [d for d in other if module(d[1]) not in WIN_MODULES]:  # those alone, again
+        alone = select(again)
+        rerun = outcomes(_under_smmpi(mpi4py_source, env, spec.shape, alone).stderr.splitlines())
+        modules = {module(d[1]) for d in again}
+        other = [d for d in other if d not in again]
+        other += differences(plain(part, alone), rerun, modules, frozenset())[1]
+    assert not other, f"(rank, test, plain, smmpi) {other[:20]}"
     win = per_rank(r.stderr.splitlines())
     for rank, tests in sagemakers.items():  # each an MPI_ERR_WIN error, on this rank's output
         assert len(tests) <= win[rank].win_errors, (rank, tests)
@@ -202,28 +205,11 @@ def test_mpi4py_suite_matches_plain_mpirun_per_rank(
     assert any(sagemakers.values()) == (mode == "hosts" and part == "messages")
 
 
-def _differences(
-    plain: Outcomes, here: Outcomes, modules: set[str], cut: frozenset[int]
-) -> dict[int, set[str]]:
-    """Per rank, the tests that pass under plain mpirun and meet SageMaker's MPI_ERR_WIN
-    here (or, on a rank cut short by that failure, were never reached); any other
-    difference fails."""
-    allowed: dict[int, set[str]] = {}
-    for rank in plain:
-        expected = {t: o for t, o in plain[rank].items() if _module(t) in modules}
-        differences = {
-            t: (expected.get(t), here[rank].get(t))
-            for t in expected.keys() | here[rank].keys()
-            if expected.get(t) != here[rank].get(t)
-        }
-        allowed[rank] = {
-            t for t, d in differences.items() if d == ("ok", "ERROR") and _module(t) in WIN_MODULES
-        }
-        unreached = {
-            t
-            for t, d in differences.items()
-            if rank in cut and d[1] is None and _module(t) in WIN_MODULES
-        }
-        other = sorted((t, d) for t, d in differences.items() if t not in allowed[rank] | unreached)
-        assert not other, f"rank {rank}: (plain, smmpi) {other[:20]}"
-    return allowed
+def _under_smmpi(
+    source: Path, env: dict[str, str], shape: tuple[int, int], select: tuple[str, ...]
+) -> subprocess.CompletedProcess[str]:
+    hosts, per_host = shape
+    run = ["run", "main.py", "--source-dir", ".", "-N", str(hosts), "-n", str(per_host)]
+    run += ["--framework", "pytorch", *(a for k in (*FIXES, "TMPDIR") for a in ("--pass-env", k))]
+    run += ["--timeout", "1700", "--", "-v", *select]
+    return smmpi(run, env, source / "test", 1800)
