@@ -4,8 +4,8 @@ The suite runs in two parts. Its modules that send messages run under ``smmpi ru
 (two instances of two processes: ranks that share an instance and ranks that do not). Its two
 modules of datatype handling (``test_datatype``, ``test_util_dtlib``: each rank builds, pickles
 and checks thousands of datatypes on its own, with no message between ranks) run under
-``-N 2 -n 1``: at four ranks on this machine's two cores they were 49 s of the suite's 78 s under
-plain mpirun, every rank doing the same work. Every test id and its outcome on every rank must be
+``-N 1 -n 1``: at four ranks on this machine's two cores they were 49 s of the suite's 78 s under
+plain mpirun, every rank doing the same work alone, so a second rank only doubled the CPU. Every test id and its outcome on every rank must be
 what plain ``mpirun --oversubscribe`` gives for the same part at the same world size.
 
 The one difference allowed is SageMaker's own, named by smmpi's last line: across two
@@ -73,7 +73,7 @@ class Part:
         return self.shape[0] * self.shape[1]
 
 
-PARTS = {"messages": Part((2, 2), ("-e", DATATYPES)), "datatypes": Part((2, 1), ("-i", DATATYPES))}
+PARTS = {"messages": Part((2, 2), ("-e", DATATYPES)), "datatypes": Part((1, 1), ("-i", DATATYPES))}
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +160,8 @@ def plain(
 
 
 #: The datatype modules send no message between ranks (each rank pickles its own datatypes), so
-#: how the local mode places the ranks cannot change them: they run in the isolated hosts only.
+#: how the local mode places the ranks cannot change them: they run in the isolated hosts only,
+#: at one rank.
 RUNS = [("hosts", "messages"), ("processes", "messages"), ("hosts", "datatypes")]
 
 
