@@ -17,6 +17,10 @@ def _fail(err: SmmpiError) -> None:
     sys.exit(err.exit_code)
 
 
+#: A bare `smmpi` under click >= 8.2 raises this; click 8.1 prints the help and exits 0 itself
+_NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 class _Group(click.Group):
     """Bad input is one line and exit code 2; smmpi's own errors are one line and their code."""
 
@@ -37,7 +41,7 @@ class _Group(click.Group):
         kwargs["standalone_mode"] = False
         try:
             code = super().main(*args, **kwargs)
-        except click.exceptions.NoArgsIsHelpError as err:
+        except _NO_ARGS_IS_HELP as err:
             click.echo(err.ctx.get_help())  # a bare `smmpi`: its help, as click's convention
             sys.exit(0)
         except click.exceptions.BadParameter as err:

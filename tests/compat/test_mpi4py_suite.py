@@ -5,8 +5,9 @@ The suite runs in two parts. Its modules that send messages run under ``smmpi ru
 modules of datatype handling (``test_datatype``, ``test_util_dtlib``: each rank builds, pickles
 and checks thousands of datatypes on its own, with no message between ranks) run under
 ``-N 1 -n 1``: at four ranks on this machine's two cores they were 49 s of the suite's 78 s under
-plain mpirun, every rank doing the same work alone, so a second rank only doubled the CPU. Every test id and its outcome on every rank must be
-what plain ``mpirun --oversubscribe`` gives for the same part at the same world size.
+plain mpirun, every rank doing the same work alone, so a second rank only doubled the CPU.
+Every test id and its outcome on every rank must be what plain ``mpirun --oversubscribe`` gives
+for the same part at the same world size.
 
 The one difference allowed is SageMaker's own, named by smmpi's last line: across two
 instances, the container's ``btl_vader_single_copy_mechanism none`` leaves one-sided MPI no
