@@ -35,8 +35,8 @@ Each part runs in both modes, each against the one plain mpirun run of that part
 A few of mpi4py's tests race threads inside one rank (``test_util_pool``'s ``terminate`` asserts
 that the last of 101 queued sleeps never ran). On two cores shared by four ranks and the other
 tests beside them, one starved rank can lose that race under smmpi or under plain mpirun. So a
-difference outside ``WIN_MODULES`` is run again, those tests alone, under both: it fails the test
-only if it shows again.
+difference outside ``WIN_MODULES`` in up to ``RACES`` tests is run again, those tests alone,
+under both: it fails the test only if it shows again.
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ pytestmark = pytest.mark.timeout(3600)
 FIXES = {"MPI4PY_TEST_SPAWN": "0", "OMPI_MCA_fcoll": "individual"}
 #: mpi4py's modules of datatype handling (``main.py``'s ``-i``/``-e`` match module file names)
 DATATYPES = r"^test_(datatype|util_dtlib)\.py$"
+#: At most this many differing tests are run again: a lost race is one or two; more is a change
+RACES = 5
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,8 @@ def test_mpi4py_suite_matches_plain_mpirun_per_rank(
     ran = {module(t) for t in expected[0]} - set(WIN_MODULES)
     assert ran <= {module(t) for t in here[0]}  # every module, in each mode
     sagemakers, other = differences(expected, here, ran | set(WIN_MODULES), cut)
-    if again := [d for d in other if module(d[1]) not in WIN_MODULES]:  # those alone, again
+    again = [d for d in other if module(d[1]) not in WIN_MODULES]
+    if 0 < len({d[1] for d in again}) <= RACES:  # those tests alone, again
         alone = select(again)
         rerun = outcomes(_under_smmpi(mpi4py_source, env, spec.shape, alone).stderr.splitlines())
         modules = {module(d[1]) for d in again}
