@@ -40,12 +40,16 @@ VALUES = [f"a{c}b" for c in string.punctuation + " \t\n"] + ["a${b", "a${b}c", "
 
 
 def _toolkit_shell(tmp_path: Path, pythonpath: str) -> list[list[object]]:
+    # Imported where there is no /opt/ml, the toolkit makes ~/sagemaker_local/jobs/TIME/opt/ml:
+    # a HOME of the test's own keeps that folder in the test's tmp_path
+    home = tmp_path / f"home{len(pythonpath)}"
     done = subprocess.run(
         [f"{VENV}/bin/python", "-c", SHELL, json.dumps(VALUES)],
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath},
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath, "HOME": str(home)},
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    assert list(home.glob("sagemaker_local/jobs/*/opt/ml")), "the toolkit's folder is not there"
     return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
 
 
