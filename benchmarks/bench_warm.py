@@ -134,10 +134,21 @@ def _serve(runs: int, env: dict[str, str], tmp: Path) -> dict[str, Any]:
     }
 
 
+def _print_local(result: dict[str, Any]) -> None:
+    local, pods = result["smmpi_run_3x2"], result["pod_3_instances"]
+    print(f"pod of 3 running true: made {pods['cold_s']} s, kept (warm) {pods['warm_s']} s")
+    print(f"bare mpirun -np 6 demo.py      : median {local['medians_s']['bare']} s")
+    print(f"smmpi run demo -N 3 -n 2 (cold): median {local['medians_s']['cold']} s, "
+          f"{local['cold_x_bare']}x bare (target <= 1.15)")  # fmt: skip
+    print(f"same, --keep-warm (reused)     : median {local['medians_s']['warm']} s, "
+          f"{local['warm_x_bare']}x bare (target <= 1.05)")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-serve", action="store_true")
+    parser.add_argument("--serve-only", action="store_true", help="serve's rows only")
     opts = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-warm-"))
     env = {k: v for k, v in _env().items() if not k.startswith("AWS_")}
@@ -145,27 +156,23 @@ def main() -> int:
     env.update(SMMPI_LOCAL_JOBS=str(tmp / "local-jobs"))
     result: dict[str, Any] = {"load_before": os.getloadavg()[0]}
     try:
-        result["pod_3_instances"] = _pods(opts.runs * 4, tmp)
-        result["smmpi_run_3x2"] = _runs(opts.runs, env)
+        if not opts.serve_only:
+            result["pod_3_instances"] = _pods(opts.runs * 4, tmp)
+            result["smmpi_run_3x2"] = _runs(opts.runs, env)
         if not opts.skip_serve:
             result["serve_3x2"] = _serve(opts.runs, env, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     result["load_after"] = os.getloadavg()[0]
-    local = result["smmpi_run_3x2"]
     before, after = result["load_before"], result["load_after"]
     print(f"load average (1 min): {before:.1f} before, {after:.1f} after")
-    pods = result["pod_3_instances"]
-    print(f"pod of 3 running true: made {pods['cold_s']} s, kept (warm) {pods['warm_s']} s")
-    print(f"bare mpirun -np 6 demo.py      : median {local['medians_s']['bare']} s")
-    print(f"smmpi run demo -N 3 -n 2 (cold): median {local['medians_s']['cold']} s, "
-          f"{local['cold_x_bare']}x bare (target <= 1.15)")  # fmt: skip
-    print(f"same, --keep-warm (reused)     : median {local['medians_s']['warm']} s, "
-          f"{local['warm_x_bare']}x bare (target <= 1.05)")  # fmt: skip
+    if "smmpi_run_3x2" in result:
+        _print_local(result)
     if "serve_3x2" in result:
         served = result["serve_3x2"]
-        print(f"serve 3x2 Create->Training : cold {served['to_training_s']['cold']} s, "
-              f"reused {served['to_training_s']['reused']} s")  # fmt: skip
+        cold, reused = served["to_training_s"]["cold"], served["to_training_s"]["reused"]
+        print(f"serve 3x2 Create->Training : cold {cold} s, reused {reused} s, "
+              f"{cold / reused:.1f}x sooner (target >= 3)")  # fmt: skip
         print(f"serve 3x2 Create->Completed: cold {served['to_completed_s']['cold']} s, "
               f"reused {served['to_completed_s']['reused']} s")  # fmt: skip
     print(json.dumps(result))

@@ -1,7 +1,8 @@
 """Jobs running: a thread per job, ``--parallel`` slots, the local runner in a worker process.
 
 A job's life, as DescribeTrainingJob shows it:
-Starting (waiting for a slot) -> Downloading (code and channels from S3) ->
+Starting (waiting for a slot; the instances prepared, or taken from a warm pool) ->
+Downloading (code and channels from S3) ->
 Training (the worker runs the request through the local runner; its output
 becomes the log) -> Uploading (model and output archives to S3) -> Completed,
 Failed, or Stopping -> Stopped. MaxRuntimeInSeconds stops a job as
@@ -14,7 +15,6 @@ import contextlib
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +23,7 @@ from typing import Any
 
 from smmpi.platform import failure_reason
 from smmpi.serve import platform
+from smmpi.serve.forked import Forked, ForkServer
 from smmpi.serve.job_keys import JobKeys
 from smmpi.serve.jobs import TERMINAL, JobStore
 from smmpi.serve.logs import JobLogs
@@ -31,7 +32,6 @@ from smmpi.serve.remote_access import RemoteAccess
 from smmpi.serve.running import (
     STOP_GRACE,
     Running,
-    die_with_parent,
     pump_lines,
     read_result,
     worker_env,
@@ -148,6 +148,8 @@ class JobRunner:
         finally:
             with self.lock:
                 self.running.pop(name, None)
+            if running.server is not None and not self.pools.keep_server(name, running.server):
+                running.server.close()  # no pool keeps the job's instances
             self.access.close(name)
             self.metrics.close(name)
             with contextlib.suppress(OSError, KeyError, ValueError):  # else kept in memory
@@ -169,7 +171,19 @@ class JobRunner:
                 self._end(name, "Stopped")
                 return
             self.pools.claim(name)
+            running.server = self._prepare(name)
             self._slot(name, request, record["_Region"], running)
+
+    def _prepare(self, name: str) -> ForkServer:
+        """The job's instances: its warm pool's, kept, or prepared now (``Starting``)."""
+        kept = self.pools.take_server(name)
+        if kept is not None and kept[0].proc.poll() is None:
+            server, owner = kept
+            self.event(f"{name}: instances ready (process {server.pid}, kept by {owner}'s pool)")
+            return server
+        server = ForkServer(self.work_root, worker_env(self.runs))
+        self.event(f"{name}: instances ready (process {server.pid}, {server.seconds:.2f} s)")
+        return server
 
     def _slot(self, name: str, request: dict[str, Any], region: str, running: Running) -> None:
         self.store.transition(name, "Downloading")
@@ -205,18 +219,11 @@ class JobRunner:
         first = next(iter(streams))
         self.logs.workers(name, region, streams, lambda host: worker_log.starting())
         access = self.access.open(name, request, work, region)  # an @remote job's key, endpoint
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "smmpi.serve.worker", str(work / "spec.json")],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**worker_env(self.runs), **self.pools.worker_env(name), **access},
-            preexec_fn=die_with_parent,
-        )
+        assert running.server is not None
+        proc = running.server.fork(work / "spec.json", {**self.pools.worker_env(name), **access})
         running.proc = proc
         if running.stop.is_set():
             proc.send_signal(signal.SIGTERM)
-        assert proc.stdout is not None and proc.stderr is not None
 
         self.metrics.open(name, request, region)
 
@@ -243,7 +250,7 @@ class JobRunner:
         return result
 
     def _supervise(
-        self, name: str, request: dict[str, Any], running: Running, proc: subprocess.Popen[bytes]
+        self, name: str, request: dict[str, Any], running: Running, proc: Forked
     ) -> None:
         limit = (request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
         deadline = time.monotonic() + float(limit) if limit else None

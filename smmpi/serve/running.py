@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smmpi.serve.forked import Forked, ForkServer
 from smmpi.serve.state import read_json, write_json
 
 STOP_GRACE = 20.0  # seconds between SIGTERM and SIGKILL, as SageMaker's stop gives the container
@@ -21,16 +20,10 @@ class Running:
     """What serve holds for a job that has not ended yet."""
 
     thread: threading.Thread | None = None
-    proc: subprocess.Popen[bytes] | None = None
+    server: ForkServer | None = None  # its instances
+    proc: Forked | None = None  # its worker
     stop: threading.Event = field(default_factory=threading.Event)
     why_stop: str = "Stopped"  # or MaxRuntimeExceeded
-
-
-def die_with_parent() -> None:
-    """In the worker, before it runs: SIGKILL when serve dies, so no job outlives it."""
-    from smmpi.instances.hosts.kernel import die_with_parent
-
-    die_with_parent(signal.SIGKILL)
 
 
 def worker_env(runs: Path) -> dict[str, str]:

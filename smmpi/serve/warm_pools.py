@@ -12,6 +12,10 @@ A job whose ``ResourceConfig.KeepAlivePeriodInSeconds`` is above 0 shows a
 ``ResourceRetainedBillableTimeInSeconds`` is the time the instances were kept after the job:
 until a matching job took them, or until they were terminated.
 
+A pool keeps its instances: their networks (the keeper, :mod:`smmpi.instances.warm`) and the
+fork server they were prepared as (:mod:`.forked`), so a job that reuses it reaches ``Training``
+without preparing any. Each job still gets fresh files, ``/tmp`` and processes.
+
 A job matches a pool when it is of the same region and has the same role, instance type and
 count, volume, network settings and keep-alive period (SageMaker's matching rules; a
 heterogeneous cluster's ``InstanceGroups`` never match).
@@ -30,6 +34,7 @@ from typing import Any
 from smmpi.aws.facts import KEEP_ALIVE_LIMIT
 from smmpi.instances.warm import lease
 from smmpi.serve.errors import validation
+from smmpi.serve.forked import ForkServer
 from smmpi.serve.jobs import JobStore
 
 #: The request's fields a matching job must have equal (SageMaker's matching rules).
@@ -73,8 +78,9 @@ class Pool:
     owner: str
     key: str
     since: float  # when the owner ended (the retained time counts from here)
-    keeper: str  # the name of the keeper that holds its instances (lease.py)
+    keeper: str  # the name of the keeper that holds its instances' networks (lease.py)
     timer: threading.Timer | None = None
+    server: ForkServer | None = None  # its instances' fork server, prepared already
 
 
 class WarmPools:
@@ -90,6 +96,7 @@ class WarmPools:
         self.store, self.folder, self.event, self.clock = store, folder, event, clock
         self.pools: dict[str, Pool] = {}  # owner -> its pool
         self.keepers: dict[str, str] = {}  # a running job -> the keeper of its instances
+        self.taken: dict[str, tuple[ForkServer, str]] = {}  # a starting job -> its pool's
         self.lock = threading.Lock()
 
     def worker_env(self, name: str) -> dict[str, str]:
@@ -121,6 +128,8 @@ class WarmPools:
                     pool.timer.cancel()
         with self.lock:  # the pool's instances, or new ones named after the job
             self.keepers[name] = pool.keeper if pool is not None else f"job-{name}"
+            if pool is not None and pool.server is not None:
+                self.taken[name] = (pool.server, pool.owner)
         if pool is not None:
             self._status(
                 pool.owner,
@@ -131,6 +140,20 @@ class WarmPools:
             self.event(f"{name}: reuses the warm pool of {pool.owner}")
         self._status(name, "InUse")
         return pool.owner if pool is not None else None
+
+    def take_server(self, name: str) -> tuple[ForkServer, str] | None:
+        """The fork server of the pool job ``name`` claimed, and the pool's owner (or None)."""
+        with self.lock:
+            return self.taken.pop(name, None)
+
+    def keep_server(self, name: str, server: ForkServer) -> bool:
+        """After job ``name`` ended: its pool, when it has one, keeps its fork server."""
+        with self.lock:
+            pool = self.pools.get(name)
+            if pool is None:
+                return False
+            pool.server = server
+            return True
 
     def release(self, name: str, status: str) -> None:
         """As job ``name`` ends: a completed job's instances become an Available pool."""
@@ -165,6 +188,8 @@ class WarmPools:
             del self.pools[owner]
             if current.timer is not None:
                 current.timer.cancel()
+        if current.server is not None:
+            current.server.close()
         lease.end(self.folder, current.keeper)
         retained = self._retained(current)
         self._status(owner, "Terminated", ResourceRetainedBillableTimeInSeconds=retained)

@@ -1,9 +1,9 @@
-"""One job run by the local runner, in a process of its own (``python -m smmpi.serve.worker SPEC``).
+"""One job run by the local runner, in a process of its own, forked for it by :mod:`.forkserver`.
 
-serve starts one worker per job, so a job is stopped the way a terminal
+serve runs one worker per job, so a job is stopped the way a terminal
 stops ``submit --local``: SIGTERM becomes Ctrl-C in this process's main
-thread, and the local runner ends every rank. The worker dies with serve
-(``PR_SET_PDEATHSIG``), and its run's reaper dies with it. The ranks' output
+thread, and the local runner ends every rank. The worker dies with its fork server
+(``PR_SET_PDEATHSIG``), which ends with serve, and its run's reaper dies with it. The ranks' output
 goes to stdout (the job's log), smmpi's progress lines to stderr; how the run
 ended is written as JSON to the spec's ``result`` path.
 """
@@ -143,17 +143,13 @@ def run(spec: dict[str, Any], access: dict[str, str] | None = None) -> dict[str,
     }
 
 
-def main() -> None:
+def main(spec_path: str) -> None:
+    """Run the job of ``spec_path`` (in a process forked for it by :mod:`.forkserver`)."""
     signal.signal(signal.SIGTERM, _interrupt)
     # what serve gave an @remote job, out of this environment before anything reads it
     access = {
         name: os.environ.pop(name) for name in (WORKER_ENV, WORKER_RELAY) if name in os.environ
     }
-    spec_path = Path(sys.argv[1])
-    spec = json.loads(spec_path.read_text(encoding="utf-8"))
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     answer = run(spec, access if len(access) == 2 else None)
     Path(spec["result"]).write_text(json.dumps(answer), encoding="utf-8")
-
-
-if __name__ == "__main__":
-    main()

@@ -286,7 +286,7 @@ def test_a_hostile_request_gets_an_error_and_changes_nothing(
     else:
         assert f"<Code>{code}</Code>".encode() in body, body
     assert _state(serve) == before
-    assert not processes_under(f"smmpi.serve.worker {serve.state}")
+    assert not processes_under(f"smmpi.serve.forkserver {serve.state}")
     ok, _, _ = send(serve.url, own, Raw(target="SageMaker.ListTrainingJobs", body=b"{}"))
     assert ok == 200  # still answering
 

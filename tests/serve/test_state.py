@@ -143,7 +143,7 @@ def test_sigkill_mid_job_leaves_nothing_and_the_next_start_marks_it_failed(
     while processes_under("killed-with-serve") and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not processes_under("killed-with-serve")
-    assert not processes_under("smmpi.serve.worker " + str(tmp_path))
+    assert not processes_under("smmpi.serve.forkserver " + str(tmp_path))
     state = str(tmp_path / "state")
     assert state not in Path("/proc/self/mountinfo").read_text()
     again = _start(tmp_path)

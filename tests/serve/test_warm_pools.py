@@ -99,6 +99,10 @@ def test_sdk_v2_pair_second_job_reuses_the_first_ones_pool(
     assert made.endswith("made and kept 120 s after the run"), made
     reused = serve.wait_for(f"{names[1]}: smmpi: warm instances job-{names[0]}", timeout=5)
     assert reused.endswith("reused; kept 120 s after the run"), reused
+    # and what they were prepared as: the second job's worker is forked from the first's
+    prepared = serve.wait_for(f"{names[0]}: instances ready (process ", timeout=5)
+    server = prepared.split("(process ")[1].split(",")[0]
+    assert serve.wait_for(f"{names[1]}: instances ready (process {server}, kept by", timeout=5)
 
 
 def _job(serve: ServeProcess, bucket: str, name: str, role: str, *args: str) -> dict[str, Any]:
@@ -157,6 +161,12 @@ def test_a_job_that_fails_keeps_no_pool(serve: ServeProcess, bucket: str, job_na
         "Status": "Terminated",
         "ResourceRetainedBillableTimeInSeconds": 0,
     }
+    prepared = serve.wait_for(f"{job_name}: instances ready (process ", timeout=5)
+    server = int(prepared.split("(process ")[1].split(",")[0])
+    deadline = time.monotonic() + 60  # nothing keeps its instances: their process ends
+    while Path(f"/proc/{server}").exists():
+        assert time.monotonic() < deadline, f"{prepared}: still running"
+        time.sleep(0.1)
     sm = serve.client("sagemaker")
     with pytest.raises(sm.exceptions.ClientError) as refused:  # no pool left to keep longer
         sm.update_training_job(
