@@ -173,16 +173,20 @@ def _hosts(
 
 
 def sharing_cores(world_size: int, env: Mapping[str, str]) -> dict[str, str]:
-    """Ranks that wait yield the core when the world has more ranks than this machine has cores.
+    """Ranks that wait yield the core when the world has as many ranks as this machine has
+    cores, or more.
 
     Each emulated instance tells Open MPI it has ``processes_per_host`` slots, so a waiting
     rank polls without yielding, as it may on a real instance with a core of its own. Here
     every instance shares this machine's cores: 64 ranks polling on 2 cores starve the ones
-    with work to do (and the orted daemons), and a 16 x 4 demo took twice as long. Open MPI
+    with work to do (and the orted daemons), and a 16 x 4 demo took twice as long. A world
+    that fills every core leaves none to the instances' orted daemons and smmpi's own
+    processes: two ranks pinging each other on two busy cores each spun out its time slice
+    while the other waited for one (osu_latency at 2 x 1: 55 s, 17 s yielding). Open MPI
     yields by itself when it knows it is oversubscribed (processes mode's ``--oversubscribe``).
     """
     name = "OMPI_MCA_mpi_yield_when_idle"
-    if name in env or world_size <= len(os.sched_getaffinity(0)):
+    if name in env or world_size < len(os.sched_getaffinity(0)):
         return {}
     return {name: "1"}
 

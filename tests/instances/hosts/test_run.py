@@ -56,8 +56,8 @@ def test_probe_sees_sagemakers_cluster(
     assert r.returncode == 0, r.stderr
     first = r.stderr.splitlines()[0]
     assert first.endswith("= 6 ranks (ml.c5.2xlarge, isolated hosts)"), first
-    # 6 ranks on this machine's cores: waiting ranks yield when they outnumber the cores
-    shared = "1" if 6 > len(os.sched_getaffinity(0)) else None
+    # 6 ranks on this machine's cores: waiting ranks yield when they fill the cores
+    shared = "1" if 6 >= len(os.sched_getaffinity(0)) else None
     rows = sorted(
         (json.loads(ln.split("<stdout>:", 1)[1]) for ln in r.stdout.splitlines() if ":{" in ln),
         key=lambda row: row["rank"],

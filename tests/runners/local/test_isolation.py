@@ -13,9 +13,10 @@ from smmpi.runners.local.modes import HOSTS_MAX, choose
 YIELD = "OMPI_MCA_mpi_yield_when_idle"
 
 
-def test_ranks_yield_only_when_they_outnumber_the_cores() -> None:
+def test_ranks_yield_only_when_they_fill_the_cores() -> None:
     cores = len(os.sched_getaffinity(0))
-    assert sharing_cores(cores, {}) == {}
+    assert sharing_cores(cores - 1, {}) == {}  # a core is left for orted and smmpi
+    assert sharing_cores(cores, {}) == {YIELD: "1"}
     assert sharing_cores(cores + 1, {}) == {YIELD: "1"}
     assert sharing_cores(cores + 1, {YIELD: "0"}) == {}  # the user's own setting stands
 
