@@ -24,6 +24,7 @@ heterogeneous cluster's ``InstanceGroups`` never match).
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -105,7 +106,12 @@ class WarmPools:
         keeper = self.keepers.get(name)
         if not seconds or keeper is None:
             return {}
-        return {lease.ENV: str(seconds), lease.POOL: keeper, "SMMPI_WARM_DIR": str(self.folder)}
+        return {
+            lease.ENV: str(seconds),
+            lease.POOL: keeper,
+            lease.OWNER: str(os.getpid()),  # its instances end with serve, however it ends
+            "SMMPI_WARM_DIR": str(self.folder),
+        }
 
     def _status(self, name: str, status: str, **more: Any) -> None:
         self.store.update(name, WarmPoolStatus={"Status": status, **more})

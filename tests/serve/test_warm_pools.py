@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ from tests.serve.serving import (
     demo_source,
     dry_run_request,
     make_bucket,
+    processes_under,
     put_source,
     script_source,
     wait_end,
@@ -201,3 +203,22 @@ def test_serves_stop_terminates_every_available_pool(tmp_path: Path) -> None:
         assert listed["TrainingJobSummaries"] == []
     finally:
         again.stop()
+
+
+def test_a_killed_serve_leaves_no_kept_instance_or_fork_server(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    serve = ServeProcess(state, base_env(tmp_path))
+    try:
+        make_bucket(serve, "warm-kill")
+        desc = _job(serve, "warm-kill", "warm-kill-job", _role("kill"), "--keep-alive", "3600")
+        assert desc["WarmPoolStatus"] == {"Status": "Available"}
+        kept = serve.wait_for("warm-kill-job: instances ready (process ", timeout=5)
+        server = int(kept.split("(process ")[1].split(",")[0])
+        assert Path(f"/proc/{server}").exists() and keepers(state / "warm")  # the pool's
+    finally:
+        serve.stop(signal.SIGKILL)  # no stop of its own: its sockets close with it
+    gone(state / "warm", "the instances kept after serve was killed")
+    deadline = time.monotonic() + 60
+    while processes_under(f"smmpi.serve.forkserver {state}"):
+        assert time.monotonic() < deadline, processes_under(f"smmpi.serve.forkserver {state}")
+        time.sleep(0.1)

@@ -10,7 +10,9 @@ as a pod does. It then listens on ``FOLDER/KEY.sock`` (0600, in a 0700 folder) a
 A client of the same user sends one line: ``take`` gets ``ok PID...`` (the holders' ids) and
 holds the pool until it closes the connection (one run at a time: another gets ``busy``);
 ``end`` ends the keeper; ``keep N`` makes its idle period N seconds. It ends by itself
-SECONDS after the last lease ended, and on SIGTERM, SIGINT or SIGHUP. Its holders die with it
+SECONDS after the last lease ended, on SIGTERM, SIGINT or SIGHUP, and with the process
+``SMMPI_WARM_OWNER`` names, when its environment has one (serve: a pool does not outlive it,
+however serve ends). Its holders die with it
 (PR_SET_PDEATHSIG), and their namespaces with the last process in them: a run that has joined
 them keeps them until it ends.
 """
@@ -85,10 +87,21 @@ def make_instances(count: int, ip: str) -> list[int]:
     return [pid for pid, _, _ in holders]
 
 
-def serve(listener: socket.socket, holders: list[int], seconds: float) -> None:
-    """Lend the instances, one run at a time, until SECONDS without a run (or ``end``)."""
+def _owner() -> int | None:
+    """A descriptor that is readable once the owner (``SMMPI_WARM_OWNER``) has ended."""
+    owner = os.environ.get("SMMPI_WARM_OWNER", "")
+    return os.pidfd_open(int(owner)) if owner.isdigit() else None
+
+
+def serve(
+    listener: socket.socket, holders: list[int], seconds: float, owner: int | None = None
+) -> None:
+    """Lend the instances, one run at a time, until SECONDS without a run (or ``end``, or
+    the owner's end)."""
     chooser = selectors.DefaultSelector()
     chooser.register(listener, selectors.EVENT_READ)
+    if owner is not None:
+        chooser.register(owner, selectors.EVENT_READ)
     lease: socket.socket | None = None
     idle_since = time.monotonic()
     while True:
@@ -96,6 +109,8 @@ def serve(listener: socket.socket, holders: list[int], seconds: float) -> None:
         if wait is not None and wait <= 0:
             return
         for key, _ in chooser.select(wait):
+            if key.fileobj == owner:  # its owner has ended
+                return
             if key.fileobj is lease:  # the run has ended (or says nothing: the same)
                 chooser.unregister(lease)
                 lease.close()
@@ -133,6 +148,7 @@ def main(argv: list[str]) -> int:
     name = f"{key}.sock"
     listener: socket.socket | None = None
     try:
+        owner = _owner()  # gone already: OSError, and no keeper
         kernel.unshare(kernel.CLONE_NEWNET)  # the bridge's own: none on this machine's network
         holders = make_instances(count, os.environ.get("SMMPI_IP", "ip"))
         os.umask(0o177)
@@ -145,7 +161,7 @@ def main(argv: list[str]) -> int:
     os.close(int(ready))
     mine = os.stat(os.path.join(folder, name)).st_ino
     try:
-        serve(listener, holders, seconds)
+        serve(listener, holders, seconds, owner)
     finally:
         with contextlib.suppress(OSError):  # unless another keeper has taken its name since
             if os.lstat(os.path.join(folder, name)).st_ino == mine:

@@ -27,6 +27,7 @@ from smmpi.instances.hosts import launch
 
 ENV = "SMMPI_KEEP_WARM"  # seconds; smmpi run --keep-warm sets it for the run
 POOL = "SMMPI_WARM_POOL"  # a pool's name, which replaces the shape's (serve's warm pools)
+OWNER = "SMMPI_WARM_OWNER"  # a process id: its keeper ends with it (serve's pools end with serve)
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
     "from smmpi.instances.warm.keeper import main; sys.exit(main(sys.argv[1:]))"
@@ -71,6 +72,8 @@ class Lease:
 
 def _start_keeper(where: Path, key: str, count: int, keep: int) -> None:
     env = {**launch.pod_env(), "SMMPI_IP": launch.tool("ip") or "ip"}
+    if os.environ.get(OWNER, "").isdigit():
+        env[OWNER] = os.environ[OWNER]
     argv = [sys.executable, "-S", "-E", "-c", _BOOT, _ROOT, str(where), key, str(count)]
     keepers.start([*argv, str(keep)], env, key)
 

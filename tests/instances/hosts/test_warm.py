@@ -150,3 +150,33 @@ def test_keep_gives_a_keeper_a_new_idle_period(
     lease.end(warm, "job-t")
     gone(warm, "after end")
     assert list(warm.iterdir()) == []
+
+
+def test_a_keeper_with_an_owner_ends_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nothing_left: None
+) -> None:
+    """serve's pools: a keeper whose environment names its owner ends when the owner does,
+    however it ends, its idle period notwithstanding."""
+    import subprocess
+
+    from smmpi.instances.warm import lease
+
+    warm = tmp_path / "warm"
+    owner = subprocess.Popen(["sleep", "600"])
+    try:
+        monkeypatch.setenv("SMMPI_WARM_DIR", str(warm))
+        monkeypatch.setenv(lease.OWNER, str(owner.pid))
+        held = lease.take("job-o", 2, 3600)
+        assert held is not None and held.cold
+        for fd in held.fds():  # the run has ended: an idle hour would follow
+            os.close(fd)
+        assert len(keepers(warm)) == 3  # the keeper and its two holders
+    finally:
+        owner.kill()
+        owner.wait()
+    gone(warm, "after its owner was killed")
+    assert list(warm.iterdir()) == []
+    monkeypatch.setenv(lease.OWNER, str(owner.pid))  # an owner already gone: no keeper
+    with pytest.raises(lease.WarmRefused, match="did not start"):
+        lease.take("job-p", 2, 3600)
+    gone(warm, "a keeper whose owner was gone before it started")
