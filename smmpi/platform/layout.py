@@ -111,32 +111,36 @@ def each_host(hosts: Sequence[str], work: Callable[[str], HostDirs]) -> list[Hos
     done: dict[int, HostDirs] = {}
     failed: list[tuple[int, BaseException]] = []
     stop = threading.Event()
+    ended = [threading.Event() for _ in range(workers)]
 
-    def worker() -> None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)  # Ctrl-C wakes the waiting thread
-        while not stop.is_set():
-            try:
-                index, host = todo.pop()  # (one list operation: atomic)
-            except IndexError:
-                return
-            try:
-                done[index] = work(host)
-            except BaseException as err:
-                failed.append((index, err))
-                stop.set()
+    def worker(end: threading.Event) -> None:
+        try:
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)  # Ctrl-C wakes the waiting thread
+            while not stop.is_set():
+                try:
+                    index, host = todo.pop()  # (one list operation: atomic)
+                except IndexError:
+                    return
+                try:
+                    done[index] = work(host)
+                except BaseException as err:
+                    failed.append((index, err))
+                    stop.set()
+        finally:
+            end.set()
 
-    threads = [threading.Thread(target=worker, name="smmpi-layout") for _ in range(workers)]
+    threads = [threading.Thread(target=worker, args=(e,), name="smmpi-layout") for e in ended]
     try:
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join()
+        for end in ended:  # not Thread.join: on Python 3.11 a join that Ctrl-C interrupts
+            end.wait()  # marks the thread ended while it runs, and the next join returns at once
     finally:
         with held():  # a second Ctrl-C or SIGTERM waits until every started thread has ended
             stop.set()  # before any is looked at: one not yet seen to start begins no host
-            for thread in threads:
+            for thread, end in zip(threads, ended, strict=True):
                 if thread.ident is not None:
-                    thread.join()
+                    end.wait()
     if failed:
         raise min(failed, key=lambda f: f[0])[1]  # the first host's, as one at a time
     return [done[i] for i in range(len(hosts))]

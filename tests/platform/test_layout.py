@@ -66,3 +66,39 @@ def test_a_name_that_cannot_pass_is_one_line(name: str, allowed: str) -> None:
         passed_variables([name], False, SHELL)
     assert str(refused.value).startswith(f"invalid pass-env: {name!r}; allowed: ")
     assert allowed in str(refused.value)
+
+
+def test_an_interrupt_leaves_each_host_only_once_every_started_host_has_ended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C while the hosts are laid out: no host is under way when it is raised (the
+    caller then removes the job's folder). Python 3.11's Thread.join, interrupted, marks a
+    thread that still runs as ended; a folder removed then got files written after."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from smmpi.platform.layout import each_host
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)  # two threads, one host each
+    under_way = threading.Barrier(3)
+    ended: list[str] = []
+
+    def work(host: str) -> str:
+        under_way.wait(10)
+        layout = [t for t in threading.enumerate() if t.name == "smmpi-layout"]
+        # the first thread (the one the caller waits for first) ends last
+        time.sleep(2.0 if threading.current_thread() is layout[0] else 0.5)
+        ended.append(host)
+        return host
+
+    def interrupt() -> None:
+        under_way.wait(10)  # both hosts begun, the caller waiting for them
+        time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        each_host(["algo-1", "algo-2"], work)
+    assert sorted(ended) == ["algo-1", "algo-2"]
