@@ -177,10 +177,13 @@ class JobRunner:
     def _prepare(self, name: str) -> ForkServer:
         """The job's instances: its warm pool's, kept, or prepared now (``Starting``)."""
         kept = self.pools.take_server(name)
-        if kept is not None and kept[0].proc.poll() is None:
+        if kept is not None:
             server, owner = kept
-            self.event(f"{name}: instances ready (process {server.pid}, kept by {owner}'s pool)")
-            return server
+            if server.proc.poll() is None:
+                kept_by = f"kept by {owner}'s pool"
+                self.event(f"{name}: instances ready (process {server.pid}, {kept_by})")
+                return server
+            server.close()  # it ended meanwhile: its socket goes, and new instances are made
         server = ForkServer(self.work_root, worker_env(self.runs))
         self.event(f"{name}: instances ready (process {server.pid}, {server.seconds:.2f} s)")
         return server

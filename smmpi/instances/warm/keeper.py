@@ -87,9 +87,12 @@ def make_instances(count: int, ip: str) -> list[int]:
     return [pid for pid, _, _ in holders]
 
 
+OWNER = "SMMPI_WARM_OWNER"  # a process id: the keeper ends with it (serve's pools end with serve)
+
+
 def _owner() -> int | None:
-    """A descriptor that is readable once the owner (``SMMPI_WARM_OWNER``) has ended."""
-    owner = os.environ.get("SMMPI_WARM_OWNER", "")
+    """A descriptor that is readable once the owner (``OWNER``) has ended."""
+    owner = os.environ.get(OWNER, "")
     return os.pidfd_open(int(owner)) if owner.isdigit() else None
 
 

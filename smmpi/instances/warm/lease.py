@@ -24,10 +24,11 @@ from smmpi import keepers
 from smmpi.aws.facts import KEEP_ALIVE_LIMIT
 from smmpi.errors import BadInput
 from smmpi.instances.hosts import launch
+from smmpi.instances.warm import keeper
 
 ENV = "SMMPI_KEEP_WARM"  # seconds; smmpi run --keep-warm sets it for the run
 POOL = "SMMPI_WARM_POOL"  # a pool's name, which replaces the shape's (serve's warm pools)
-OWNER = "SMMPI_WARM_OWNER"  # a process id: its keeper ends with it (serve's pools end with serve)
+OWNER = keeper.OWNER
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
     "from smmpi.instances.warm.keeper import main; sys.exit(main(sys.argv[1:]))"
